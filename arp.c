@@ -1,0 +1,40 @@
+/* arp.c - ARP responder (RFC 826) for the guest's off-link neighbours.
+ *
+ * ferry is the guest's only neighbour: whatever IPv4 address the guest
+ * resolves, other than its own (duplicate address detection, gratuitous
+ * announcements), ferry answers with its own MAC so the frame comes to
+ * ferry, which translates it to host sockets. Replies are never broadcast.
+ */
+#include "arp.h"
+#include "ferry.h"
+#include "pkt.h"
+#include "util.h"
+
+#define ARP_LEN	28
+
+enum drop_reason arp_input(struct ctx *c, const struct pkt *p)
+{
+	const struct arp_view *a = &p->arp;
+	uint8_t *f, *b;
+
+	if (a->op != 1)				/* replies: nothing to learn */
+		return DROP_ARP_IGNORED;
+	if (in4_eq(&a->tpa, &a->spa) || in4_is_unspec(&a->tpa) ||
+	    in4_eq(&a->tpa, &c->conf.ip4.addr) ||
+	    in4_is_mcast_or_bcast(a->tpa))
+		return DROP_ARP_IGNORED;	/* DAD, announcements, own */
+	if (!(f = tap_tx_reserve(c, ETH_HLEN_ + ARP_LEN)))
+		return DROP_TX_FULL;
+	b = eth_build(f, a->sha, c->conf.our_mac, ETH_P_ARP_);
+	wr16(b, 1);				/* Ethernet */
+	wr16(b + 2, ETH_P_IP_);
+	b[4] = 6;
+	b[5] = 4;
+	wr16(b + 6, 2);				/* reply */
+	memcpy(b + 8, c->conf.our_mac, 6);
+	memcpy(b + 14, &a->tpa, 4);
+	memcpy(b + 18, a->sha, 6);
+	memcpy(b + 24, &a->spa, 4);
+	tap_tx_commit(c, ETH_HLEN_ + ARP_LEN);
+	return DROP_NONE;
+}

@@ -1,0 +1,137 @@
+/* conf.h - configuration: what the command line (and the host's own
+ * network setup) says ferry should do.
+ *
+ * conf_parse() fills struct conf from argv; conf_derive() completes it from
+ * the host (template interface, addresses, routes, nameservers) once the
+ * mode is known. After start-up the configuration is read-only.
+ */
+#ifndef FERRY_CONF_H
+#define FERRY_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/types.h>
+
+#include "fwd.h"
+
+enum mode { MODE_NS, MODE_VM };
+
+#define CONF_MAX_DNS	4
+#define CONF_MAX_SEARCH	6
+#define CONF_NAME_MAX	256
+
+struct conf_ip4 {
+	bool enabled;			/* not disabled by -6, and usable */
+	struct in_addr addr;		/* guest address (-a), default host's */
+	int prefix_len;			/* -n */
+	struct in_addr gw;		/* -g: the guest's default gateway */
+	struct in_addr host_addr;	/* host's address on the template if */
+	struct in_addr map_host_lo;	/* guest addr that maps to host 127.0.0.1 */
+	struct in_addr map_guest;	/* guest addr that maps to host's own */
+	struct in_addr dns[CONF_MAX_DNS];	/* advertised to the guest */
+	int dns_count;
+	struct in_addr dns_fwd;		/* --dns-forward (guest side) */
+	struct in_addr dns_host;	/* --dns-host (host side target) */
+	struct in_addr outbound;	/* -o: bind host sockets here */
+	bool no_copy_routes, no_copy_addrs;
+};
+
+struct conf_ip6 {
+	bool enabled;
+	struct in6_addr addr;		/* guest global address */
+	int prefix_len;
+	struct in6_addr gw;		/* router address (link-local or global) */
+	struct in6_addr host_addr;
+	struct in6_addr map_host_lo;
+	struct in6_addr map_guest;
+	struct in6_addr dns[CONF_MAX_DNS];
+	int dns_count;
+	struct in6_addr dns_fwd;
+	struct in6_addr dns_host;
+	struct in6_addr outbound;
+};
+
+struct conf {
+	enum mode mode;
+	const char *prog;		/* argv[0] basename, for messages */
+
+	/* Host side */
+	char ifname4[IFNAMSIZ];		/* template interface (-i) for IPv4 */
+	char ifname6[IFNAMSIZ];
+	char outbound_if4[IFNAMSIZ];	/* --outbound-if4 */
+	char outbound_if6[IFNAMSIZ];
+	unsigned int ifindex4, ifindex6;
+	bool local_mode;		/* no usable host route: link-local */
+
+	struct conf_ip4 ip4;
+	struct conf_ip6 ip6;
+
+	/* Link */
+	unsigned int mtu;		/* -m, default 65520 */
+	uint8_t our_mac[6];		/* -M: gateway MAC as the guest sees */
+	uint8_t guest_mac[6];		/* --ns-mac-addr / learnt */
+	bool guest_mac_set;
+
+	/* Names for DHCP/DHCPv6/NDP */
+	char search[CONF_MAX_SEARCH][CONF_NAME_MAX];
+	int search_count;
+	char hostname[CONF_NAME_MAX];	/* -H */
+	char fqdn[CONF_NAME_MAX];	/* --fqdn */
+
+	/* Services */
+	bool no_dhcp, no_dhcpv6, no_ndp, no_ra, no_icmp, no_tcp, no_udp;
+	bool no_dhcp_dns, no_dhcp_search;
+	bool no_map_gw;
+
+	/* Port forwarding (fwd.h) */
+	struct fwd_spec tcp_in, udp_in;		/* -t, -u: host -> guest */
+	struct fwd_spec tcp_out, udp_out;	/* -T, -U: ns -> host (ns mode) */
+
+	/* Operations */
+	bool foreground;		/* -f */
+	bool quiet, debug, trace;
+	char log_file[PATH_MAX];
+	size_t log_size;
+	char pcap_file[PATH_MAX];
+	char pid_file[PATH_MAX];
+	uid_t run_uid;			/* --runas */
+	gid_t run_gid;
+	bool runas_set;
+
+	/* Namespace mode */
+	bool config_net;		/* --config-net */
+	char ns_ifname[IFNAMSIZ];	/* --ns-ifname */
+	char netns_path[PATH_MAX];	/* --netns or derived from PID */
+	char userns_path[PATH_MAX];	/* --userns */
+	pid_t ns_pid;			/* PID argument */
+	bool netns_only;		/* --netns-only: no user namespace */
+	bool no_netns_quit;
+	char **cmd;			/* -- CMD ARGS (NULL: the user's shell) */
+
+	/* VM mode */
+	char socket_path[108];		/* -s, sun_path size */
+	int fd;				/* -F: inherited connected socket, -1 */
+	bool one_off;			/* -1 */
+	bool vhost_user;		/* --vhost-user */
+
+#ifdef FERRY_TEST
+	/* Test-only fault injection: per-mille rates per direction. */
+	unsigned int fault_drop, fault_dup, fault_reorder;
+#endif
+};
+
+/* conf_parse() - parse argv for the given mode (from "ns"/"vm" or the
+ * program name pasta/passt) into *c, applying defaults. Prints one line
+ * naming the offending option and exits 1 on bad input; handles --help
+ * and --version (exit 0). */
+void conf_parse(struct conf *c, enum mode mode, int argc, char **argv);
+
+/* conf_derive() - fill host-derived defaults (template interface,
+ * addresses, gateway, MTU, nameservers, search list) for options not given
+ * on the command line, and decide local mode. Logs what was chosen. */
+void conf_derive(struct conf *c);
+
+#endif /* FERRY_CONF_H */

@@ -1,0 +1,59 @@
+/* drop.c - names of drop reasons, counting, and the statistics dump. */
+#include "ferry.h"
+#include "log.h"
+
+static const char *const drop_names[] = {
+#define DROP_NAME(name, text) #name,
+	DROP_REASONS(DROP_NAME)
+#undef DROP_NAME
+};
+
+static const char *const drop_texts[] = {
+#define DROP_TEXT(name, text) text,
+	DROP_REASONS(DROP_TEXT)
+#undef DROP_TEXT
+};
+
+_Static_assert(sizeof(drop_names) / sizeof(drop_names[0]) == DROP_MAX,
+	       "drop reason table size");
+
+const char *drop_name(enum drop_reason r)
+{
+	return (unsigned int)r < DROP_MAX ? drop_names[r] : "?";
+}
+
+const char *drop_text(enum drop_reason r)
+{
+	return (unsigned int)r < DROP_MAX ? drop_texts[r] : "?";
+}
+
+/* drop() - count, and trace at most 20 drops per second. */
+void drop(struct ctx *c, enum drop_reason r)
+{
+	if ((unsigned int)r >= DROP_MAX)
+		r = DROP_NONE;
+	c->stats.drops[r]++;
+	if (log_get_level() < LOG_LVL_TRACE)
+		return;
+	if (c->now.tv_sec != c->stats.drop_trace_sec) {
+		c->stats.drop_trace_sec = c->now.tv_sec;
+		c->stats.drop_trace_n = 0;
+	}
+	if (c->stats.drop_trace_n++ < 20)
+		trace("drop: %s (%s)", drop_name(r), drop_text(r));
+}
+
+void stats_log(const struct ctx *c)
+{
+	int r;
+
+	info("stats: from guest %llu frames %llu bytes, to guest %llu frames "
+	     "%llu bytes", (unsigned long long)c->stats.rx_frames,
+	     (unsigned long long)c->stats.rx_bytes,
+	     (unsigned long long)c->stats.tx_frames,
+	     (unsigned long long)c->stats.tx_bytes);
+	for (r = 1; r < DROP_MAX; r++)
+		if (c->stats.drops[r])
+			info("stats: drop %s %llu", drop_names[r],
+			     (unsigned long long)c->stats.drops[r]);
+}

@@ -1,0 +1,77 @@
+/* drop.h - every frame ferry refuses has a reason and a counter.
+ *
+ * Reasons are listed once in DROP_REASONS (X-macro) so the enum, the names
+ * printed by the statistics dump and the tests stay in step. Code never
+ * drops with a bare "continue": it calls drop(ctx, reason), which counts
+ * and emits a rate-limited trace line. Add new reasons at the end of a
+ * group; names are stable identifiers used by tests.
+ */
+#ifndef FERRY_DROP_H
+#define FERRY_DROP_H
+
+#define DROP_REASONS(X)						\
+	X(NONE,			"not dropped")				\
+	/* Link layer */						\
+	X(ETH_SHORT,		"frame shorter than Ethernet header")	\
+	X(ETH_TOO_BIG,		"frame longer than the link maximum")	\
+	X(ETH_TYPE,		"unsupported ethertype")		\
+	X(ETH_SRC_MCAST,	"multicast Ethernet source")		\
+	X(ARP_MALFORMED,	"malformed ARP")			\
+	X(ARP_IGNORED,		"ARP not for an address we answer")	\
+	/* IPv4 */							\
+	X(IP4_SHORT,		"IPv4 header truncated")		\
+	X(IP4_VERSION,		"IPv4 version field wrong")		\
+	X(IP4_HDRLEN,		"IPv4 header length invalid")		\
+	X(IP4_TOTLEN,		"IPv4 total length inconsistent")	\
+	X(IP4_CSUM,		"IPv4 header checksum wrong")		\
+	X(IP4_FRAG,		"IPv4 fragment (not supported)")	\
+	X(IP4_SRC,		"IPv4 source not the guest's")		\
+	X(IP4_DST,		"IPv4 destination not routable")	\
+	/* IPv6 */							\
+	X(IP6_SHORT,		"IPv6 header truncated")		\
+	X(IP6_VERSION,		"IPv6 version field wrong")		\
+	X(IP6_PLEN,		"IPv6 payload length inconsistent")	\
+	X(IP6_EXTHDR,		"IPv6 extension header malformed")	\
+	X(IP6_FRAG,		"IPv6 fragment (not supported)")	\
+	X(IP6_SRC,		"IPv6 source not the guest's")		\
+	X(IP6_DST,		"IPv6 destination not routable")	\
+	X(IP_PROTO,		"unsupported IP protocol")		\
+	X(IP_DISABLED,		"IP version disabled (-4/-6)")		\
+	/* Transport */							\
+	X(L4_SHORT,		"transport header truncated")		\
+	X(L4_CSUM,		"transport checksum wrong")		\
+	X(TCP_DOFF,		"TCP data offset invalid")		\
+	X(TCP_OPTS,		"TCP options malformed")		\
+	X(UDP_LEN,		"UDP length inconsistent")		\
+	X(L4_PORT_ZERO,		"zero port")				\
+	X(MCAST_BCAST,		"broadcast/multicast destination")	\
+	/* Services */							\
+	X(ICMP_TYPE,		"ICMP type not handled")		\
+	X(ICMP_DISABLED,	"ICMP echo forwarding disabled/unavailable") \
+	X(NDP_MALFORMED,	"malformed NDP message")		\
+	X(NDP_IGNORED,		"NDP message not for us")		\
+	X(DHCP_MALFORMED,	"malformed DHCP message")		\
+	X(DHCP_IGNORED,		"DHCP message not for us")		\
+	X(DHCP6_MALFORMED,	"malformed DHCPv6 message")		\
+	X(DHCP6_IGNORED,	"DHCPv6 message not for us")		\
+	X(SERVICE_DISABLED,	"service disabled by option")		\
+	/* Resources */							\
+	X(FLOW_TABLE_FULL,	"flow table full")			\
+	X(NO_FLOW,		"no matching flow")			\
+	X(SOCKET_ERROR,		"host socket error")			\
+	X(TX_FULL,		"guest transmit queue full")		\
+	X(NOT_IMPLEMENTED,	"protocol path not implemented yet")	\
+	X(FAULT_INJECTED,	"dropped by test fault injection")
+
+enum drop_reason {
+#define DROP_ENUM(name, text) DROP_##name,
+	DROP_REASONS(DROP_ENUM)
+#undef DROP_ENUM
+	DROP_MAX
+};
+
+/* Stable identifier ("IP4_CSUM") and human text for a reason. */
+const char *drop_name(enum drop_reason r);
+const char *drop_text(enum drop_reason r);
+
+#endif /* FERRY_DROP_H */

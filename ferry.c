@@ -1,0 +1,133 @@
+/* ferry.c - program entry: mode, configuration, start-up.
+ *
+ * main() picks the mode (ferry ns | ferry vm, or the program name pasta /
+ * passt), parses the configuration, sets up the guest link and the
+ * protocol modules, detaches (unless in the foreground) and runs the event
+ * loop (loop.c). All state is in one struct ctx, allocated once here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+
+#include "ferry.h"
+#include "log.h"
+#include "ndp.h"
+#include "ns.h"
+#include "pcap.h"
+#include "util.h"
+#include "vm.h"
+
+/* pick_mode() - from the program name or the first argument. Returns
+ * the number of arguments consumed before the options. */
+static int pick_mode(int argc, char **argv, enum mode *mode)
+{
+	char *name = basename(argv[0]);
+
+	if (!strncmp(name, "pasta", 5)) {
+		*mode = MODE_NS;
+		return 0;
+	}
+	if (!strncmp(name, "passt", 5)) {
+		*mode = MODE_VM;
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "ns")) {
+		*mode = MODE_NS;
+		return 1;
+	}
+	if (argc > 1 && !strcmp(argv[1], "vm")) {
+		*mode = MODE_VM;
+		return 1;
+	}
+	if (argc > 1 && (!strcmp(argv[1], "--version") ||
+			 !strcmp(argv[1], "-v"))) {
+		printf("ferry %s\n", FERRY_VERSION);
+		exit(0);
+	}
+	if (argc > 1 && (!strcmp(argv[1], "--help") ||
+			 !strcmp(argv[1], "-h"))) {
+		printf("Usage: ferry ns [OPTIONS] [PID | --netns PATH | -- CMD [ARGS]]\n"
+		       "       ferry vm [OPTIONS]\n"
+		       "Run 'ferry ns --help' or 'ferry vm --help' for the options.\n");
+		exit(0);
+	}
+	fprintf(stderr, "ferry: first argument must be 'ns' or 'vm' "
+		"(got '%s'); see ferry --help\n", argc > 1 ? argv[1] : "");
+	exit(1);
+}
+
+/* daemonize() - detach unless -f, or unless ns mode runs a command in
+ * the foreground; then write the pid file. */
+static void daemonize(struct ctx *c)
+{
+	bool fg = c->conf.foreground ||
+		  (c->conf.mode == MODE_NS && c->child_pid > 0);
+	pid_t pid;
+	int fd;
+
+	if (!fg) {
+		pid = fork();
+		if (pid < 0)
+			die("fork: %s", strerror(errno));
+		if (pid > 0)
+			_exit(0);
+		setsid();
+		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+		if (!c->conf.log_file[0])
+			log_to_syslog();
+	}
+	if (c->conf.pid_file[0] && write_pidfile(c->conf.pid_file, getpid()))
+		die("cannot write pid file %s", c->conf.pid_file);
+}
+
+int main(int argc, char **argv)
+{
+	struct ctx *c;
+	enum mode mode;
+	int skip;
+
+	skip = pick_mode(argc, argv, &mode);
+	/* The context is large (port maps): allocate it once, zeroed. */
+	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		die("cannot allocate context");
+	c->pcap_fd = c->sigfd = c->child_pidfd = -1;
+	argv[skip] = argv[0];
+	conf_parse(&c->conf, mode, argc - skip, argv + skip);
+
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->epfd < 0)
+		die("epoll_create1: %s", strerror(errno));
+	now_mono(&c->now);
+	tap_init(c);
+	conf_derive(&c->conf);
+	pcap_init(c);
+	icmp_init(c);
+	tcp_init(c);
+	udp_init(c);
+	signals_init(c);
+
+	if (mode == MODE_NS)
+		ns_start(c);
+	else
+		vm_start(c);
+	daemonize(c);
+
+	loop(c);
+	stats_log(c);
+	return c->exit_code;
+}

@@ -1,0 +1,350 @@
+/* ip.c - frame parsing into checked views, and header building.
+ *
+ * pkt_parse() is the single entry point for untrusted bytes from the guest
+ * (see the theory block in pkt.h). It walks Ethernet, then ARP or
+ * IPv4/IPv6 (with IPv6 extension headers), then the transport header, and
+ * checks each length against the bytes that remain before reading any
+ * field. Fragments are refused: ferry terminates transport connections
+ * itself and the guest's stack never needs to fragment towards a tap whose
+ * MTU it knows.
+ */
+#include "checksum.h"
+#include "pkt.h"
+#include "util.h"
+
+static enum drop_reason parse_l4(struct pkt *p, bool verify);
+
+/* parse_arp() - Ethernet/IPv4 ARP body, 28 bytes. */
+static enum drop_reason parse_arp(struct pkt *p, const uint8_t *b, size_t len)
+{
+	if (len < 28 || rd16(b) != 1 || rd16(b + 2) != ETH_P_IP_ ||
+	    b[4] != 6 || b[5] != 4)
+		return DROP_ARP_MALFORMED;
+	p->arp.op = rd16(b + 6);
+	memcpy(p->arp.sha, b + 8, 6);
+	memcpy(&p->arp.spa, b + 14, 4);
+	memcpy(p->arp.tha, b + 18, 6);
+	memcpy(&p->arp.tpa, b + 24, 4);
+	return DROP_NONE;
+}
+
+/* parse_ip4() - IPv4 header at b with len bytes after the Ethernet header. */
+static enum drop_reason parse_ip4(struct pkt *p, const uint8_t *b, size_t len)
+{
+	size_t ihl, tot;
+
+	if (len < IP4_HLEN)
+		return DROP_IP4_SHORT;
+	if (b[0] >> 4 != 4)
+		return DROP_IP4_VERSION;
+	ihl = (size_t)(b[0] & 0xf) * 4;
+	if (ihl < IP4_HLEN || ihl > len)
+		return DROP_IP4_HDRLEN;
+	tot = rd16(b + 2);
+	if (tot < ihl || tot > len)
+		return DROP_IP4_TOTLEN;
+	if (csum(b, ihl) != 0)
+		return DROP_IP4_CSUM;
+	if (rd16(b + 6) & 0x3fff)	/* MF flag or fragment offset */
+		return DROP_IP4_FRAG;
+
+	p->is_ip = true;
+	p->l3 = b;
+	p->l3len = tot;
+	p->tos = b[1];
+	p->ttl = b[8];
+	p->l4proto = b[9];
+	memcpy(&p->src4, b + 12, 4);
+	memcpy(&p->dst4, b + 16, 4);
+	p->l4 = b + ihl;
+	p->l4len = tot - ihl;
+	return DROP_NONE;
+}
+
+/* parse_ip6() - IPv6 header and extension header chain. */
+static enum drop_reason parse_ip6(struct pkt *p, const uint8_t *b, size_t len)
+{
+	size_t plen, off = IP6_HLEN;
+	uint8_t nh;
+	int hops;
+
+	if (len < IP6_HLEN)
+		return DROP_IP6_SHORT;
+	if (b[0] >> 4 != 6)
+		return DROP_IP6_VERSION;
+	plen = rd16(b + 4);
+	if (plen == 0 || IP6_HLEN + plen > len)	/* no jumbograms */
+		return DROP_IP6_PLEN;
+
+	p->is_ip = p->is_v6 = true;
+	p->l3 = b;
+	p->l3len = IP6_HLEN + plen;
+	p->tos = (uint8_t)(rd16(b) >> 4);
+	p->flowlabel = rd32(b) & 0xfffff;
+	p->ttl = b[7];
+	memcpy(&p->src6, b + 8, 16);
+	memcpy(&p->dst6, b + 24, 16);
+
+	nh = b[6];
+	for (hops = 0; hops < 8; hops++) {
+		size_t elen;
+
+		if (nh == IPPROTO_FRAGMENT)
+			return DROP_IP6_FRAG;
+		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING &&
+		    nh != IPPROTO_DSTOPTS)
+			break;
+		if (p->l3len - off < 8)
+			return DROP_IP6_EXTHDR;
+		elen = ((size_t)b[off + 1] + 1) * 8;
+		if (elen > p->l3len - off)
+			return DROP_IP6_EXTHDR;
+		nh = b[off];
+		off += elen;
+	}
+	if (hops == 8)
+		return DROP_IP6_EXTHDR;
+	p->l4proto = nh;
+	p->l4 = b + off;
+	p->l4len = p->l3len - off;
+	return DROP_NONE;
+}
+
+bool tcp_opts_parse(const uint8_t *opt, size_t len, struct tcp_view *t)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		uint8_t kind = opt[i], olen;
+
+		if (kind == 0)		/* end of option list */
+			break;
+		if (kind == 1) {	/* no-operation */
+			i++;
+			continue;
+		}
+		if (len - i < 2)
+			return false;
+		olen = opt[i + 1];
+		if (olen < 2 || olen > len - i)
+			return false;
+		switch (kind) {
+		case 2:
+			if (olen != 4)
+				return false;
+			t->has_mss = true;
+			t->mss = rd16(opt + i + 2);
+			break;
+		case 3:
+			if (olen != 3)
+				return false;
+			t->has_wscale = true;
+			t->wscale = MIN(opt[i + 2], 14);
+			break;
+		case 4:
+			if (olen != 2)
+				return false;
+			t->has_sack_perm = true;
+			break;
+		case 8:
+			if (olen != 10)
+				return false;
+			t->has_ts = true;
+			t->tsval = rd32(opt + i + 2);
+			t->tsecr = rd32(opt + i + 6);
+			break;
+		default:		/* SACK blocks, MD5, ...: skipped */
+			break;
+		}
+		i += olen;
+	}
+	return true;
+}
+
+/* l4_csum_ok() - verify the transport checksum over pseudo-header. */
+static bool l4_csum_ok(const struct pkt *p)
+{
+	if (p->is_v6)
+		return csum_l4_6(&p->src6, &p->dst6, p->l4proto, p->l4,
+				 p->l4len) == 0;
+	return csum_l4_4(p->src4, p->dst4, p->l4proto, p->l4, p->l4len) == 0;
+}
+
+static enum drop_reason parse_tcp(struct pkt *p)
+{
+	struct tcp_view *t = &p->tcp;
+	const uint8_t *b = p->l4;
+
+	if (p->l4len < TCP_HLEN)
+		return DROP_L4_SHORT;
+	t->doff = (uint8_t)((b[12] >> 4) * 4);
+	if (t->doff < TCP_HLEN || t->doff > p->l4len)
+		return DROP_TCP_DOFF;
+	t->sport = rd16(b);
+	t->dport = rd16(b + 2);
+	t->seq = rd32(b + 4);
+	t->ack = rd32(b + 8);
+	t->flags = b[13];
+	t->window = rd16(b + 14);
+	if (!tcp_opts_parse(b + TCP_HLEN, t->doff - TCP_HLEN, t))
+		return DROP_TCP_OPTS;
+	p->payload = b + t->doff;
+	p->payload_len = p->l4len - t->doff;
+	return DROP_NONE;
+}
+
+static enum drop_reason parse_udp(struct pkt *p, bool verify)
+{
+	const uint8_t *b = p->l4;
+
+	if (p->l4len < UDP_HLEN)
+		return DROP_L4_SHORT;
+	p->udp.sport = rd16(b);
+	p->udp.dport = rd16(b + 2);
+	p->udp.len = rd16(b + 4);
+	if (p->udp.len != p->l4len)
+		return DROP_UDP_LEN;
+	/* IPv4 allows "no checksum" (0); IPv6 requires one (RFC 8200 8.1). */
+	if (verify && (p->is_v6 || rd16(b + 6)) && !l4_csum_ok(p))
+		return DROP_L4_CSUM;
+	if (p->is_v6 && !rd16(b + 6))
+		return DROP_L4_CSUM;
+	p->payload = b + UDP_HLEN;
+	p->payload_len = p->l4len - UDP_HLEN;
+	return DROP_NONE;
+}
+
+static enum drop_reason parse_icmp(struct pkt *p, bool verify)
+{
+	const uint8_t *b = p->l4;
+
+	if (p->l4len < 4)
+		return DROP_L4_SHORT;
+	if (verify) {
+		if (p->is_v6 ? !l4_csum_ok(p) : csum(b, p->l4len) != 0)
+			return DROP_L4_CSUM;
+	}
+	p->icmp.type = b[0];
+	p->icmp.code = b[1];
+	if (p->l4len >= 8) {
+		p->icmp.id = rd16(b + 4);
+		p->icmp.seq = rd16(b + 6);
+		p->payload = b + 8;
+		p->payload_len = p->l4len - 8;
+	} else {
+		p->payload = b + 4;
+		p->payload_len = p->l4len - 4;
+	}
+	return DROP_NONE;
+}
+
+static enum drop_reason parse_l4(struct pkt *p, bool verify)
+{
+	enum drop_reason r;
+
+	switch (p->l4proto) {
+	case IPPROTO_TCP:
+		r = parse_tcp(p);
+		if (r == DROP_NONE && verify && !l4_csum_ok(p))
+			r = DROP_L4_CSUM;
+		return r;
+	case IPPROTO_UDP:
+		return parse_udp(p, verify);
+	case IPPROTO_ICMP:
+		if (p->is_v6)
+			return DROP_IP_PROTO;
+		return parse_icmp(p, verify);
+	case IPPROTO_ICMPV6:
+		if (!p->is_v6)
+			return DROP_IP_PROTO;
+		return parse_icmp(p, verify);
+	default:
+		return DROP_NONE;	/* the dispatcher decides */
+	}
+}
+
+enum drop_reason pkt_parse(const uint8_t *frame, size_t len,
+			   bool verify_l4_csum, struct pkt *p)
+{
+	enum drop_reason r;
+
+	memset(p, 0, sizeof(*p));
+	p->frame = frame;
+	p->len = len;
+	if (len < ETH_HLEN_)
+		return DROP_ETH_SHORT;
+	if (len > FRAME_MAX)
+		return DROP_ETH_TOO_BIG;
+	memcpy(p->eth_dst, frame, 6);
+	memcpy(p->eth_src, frame + 6, 6);
+	if (p->eth_src[0] & 1)
+		return DROP_ETH_SRC_MCAST;
+	p->ethertype = rd16(frame + 12);
+
+	switch (p->ethertype) {
+	case ETH_P_ARP_:
+		return parse_arp(p, frame + ETH_HLEN_, len - ETH_HLEN_);
+	case ETH_P_IP_:
+		r = parse_ip4(p, frame + ETH_HLEN_, len - ETH_HLEN_);
+		break;
+	case ETH_P_IPV6_:
+		r = parse_ip6(p, frame + ETH_HLEN_, len - ETH_HLEN_);
+		break;
+	default:
+		return DROP_ETH_TYPE;
+	}
+	if (r != DROP_NONE)
+		return r;
+	return parse_l4(p, verify_l4_csum);
+}
+
+uint8_t *eth_build(uint8_t *f, const uint8_t dst[6], const uint8_t src[6],
+		   uint16_t ethertype)
+{
+	memcpy(f, dst, 6);
+	memcpy(f + 6, src, 6);
+	wr16(f + 12, ethertype);
+	return f + ETH_HLEN_;
+}
+
+uint8_t *ip4_build(uint8_t *l3, struct in_addr src, struct in_addr dst,
+		   uint8_t proto, size_t l4len, uint16_t id)
+{
+	l3[0] = 0x45;
+	l3[1] = 0;
+	wr16(l3 + 2, (uint16_t)(IP4_HLEN + l4len));
+	wr16(l3 + 4, id);
+	wr16(l3 + 6, 0x4000);		/* DF */
+	l3[8] = 64;
+	l3[9] = proto;
+	wr16(l3 + 10, 0);
+	memcpy(l3 + 12, &src, 4);
+	memcpy(l3 + 16, &dst, 4);
+	wr16(l3 + 10, csum(l3, IP4_HLEN));
+	return l3 + IP4_HLEN;
+}
+
+uint8_t *ip6_build(uint8_t *l3, const struct in6_addr *src,
+		   const struct in6_addr *dst, uint8_t proto, size_t l4len,
+		   uint8_t hlim)
+{
+	wr32(l3, 6u << 28);
+	wr16(l3 + 4, (uint16_t)l4len);
+	l3[6] = proto;
+	l3[7] = hlim;
+	memcpy(l3 + 8, src, 16);
+	memcpy(l3 + 24, dst, 16);
+	return l3 + IP6_HLEN;
+}
+
+bool in4_is_mcast_or_bcast(struct in_addr a)
+{
+	uint32_t h = ntohl(a.s_addr);
+
+	return IN_MULTICAST(h) || h == INADDR_BROADCAST;
+}
+
+bool in6_is_mcast(const struct in6_addr *a)
+{
+	return a->s6_addr[0] == 0xff;
+}

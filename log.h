@@ -1,0 +1,43 @@
+/* log.h - logging with levels to stderr, syslog or a size-bounded file.
+ *
+ * Levels follow syslog: errors and warnings always show (unless -q), info
+ * shows by default, debug with -d, trace with --trace. The log state lives
+ * in this file (a process-wide sink is the one deliberate global: it must
+ * work before the context exists and from signal-free error paths).
+ */
+#ifndef FERRY_LOG_H
+#define FERRY_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG,
+		 LOG_LVL_TRACE };
+
+/* Set the threshold: messages above it are discarded. */
+void log_set_level(enum log_level lvl);
+enum log_level log_get_level(void);
+/* Send logs to a file (truncated, bounded to max_size bytes, then
+ * wrapped: the file is restarted with a marker). Returns 0 or -errno. */
+int log_to_file(const char *path, size_t max_size);
+/* Send logs to syslog (after daemonizing without -l). */
+void log_to_syslog(void);
+/* Also copy to stderr while on syslog/file (foreground runs). */
+void log_also_stderr(bool on);
+
+void log_msg(enum log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Print and exit(code): for fatal start-up errors. */
+void die_code(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+#define err(...)	log_msg(LOG_LVL_ERR, __VA_ARGS__)
+#define warn(...)	log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define info(...)	log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define debug(...)	do { if (log_get_level() >= LOG_LVL_DEBUG) \
+				log_msg(LOG_LVL_DEBUG, __VA_ARGS__); } while (0)
+#define trace(...)	do { if (log_get_level() >= LOG_LVL_TRACE) \
+				log_msg(LOG_LVL_TRACE, __VA_ARGS__); } while (0)
+#define die(...)	die_code(1, __VA_ARGS__)
+
+#endif /* FERRY_LOG_H */

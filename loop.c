@@ -1,0 +1,184 @@
+/* loop.c - the event loop and its registration API.
+ *
+ * One single-threaded epoll loop serves everything:
+ *
+ *   wait (timeout = earliest module timer)
+ *   -> handle each ready fd by the type in its union eref
+ *   -> run module timers if due
+ *   -> flush frames queued for the guest (one batch per iteration)
+ *
+ * Modules register fds with ep_add() under a reference and ask for timer
+ * callbacks with timer_request(); dispatch() maps reference types to
+ * module handlers.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+
+#include "ferry.h"
+#include "log.h"
+#include "ndp.h"
+#include "ns.h"
+#include "util.h"
+#include "vm.h"
+
+#define EVENTS_MAX	128
+
+int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = ref.u64 };
+
+	return epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = ref.u64 };
+
+	return epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
+}
+
+void ep_del(struct ctx *c, int fd)
+{
+	epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+void timer_request(struct ctx *c, int64_t ms)
+{
+	struct timespec t = c->now;
+
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	if (!c->timer_armed || ts_ms_diff(&t, &c->timer_due) < 0) {
+		c->timer_due = t;
+		c->timer_armed = true;
+	}
+}
+
+void link_closed(struct ctx *c)
+{
+	if (c->conf.mode == MODE_VM) {
+		vm_link_closed(c);
+		return;
+	}
+	err("tap device closed");
+	c->quit = true;
+	c->exit_code = 1;
+}
+
+/* signal_handler() - SIGTERM/SIGINT/SIGHUP end the loop, SIGUSR1 dumps
+ * statistics. */
+static void signal_handler(struct ctx *c)
+{
+	struct signalfd_siginfo si;
+
+	while (read(c->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGUSR1) {
+			stats_log(c);
+			continue;
+		}
+		info("signal %u: exiting", si.ssi_signo);
+		c->quit = true;
+		c->exit_code = 0;
+	}
+}
+
+void signals_init(struct ctx *c)
+{
+	union eref ref = { .type = EREF_SIGNAL };
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	c->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (c->sigfd < 0 || ep_add(c, c->sigfd, EPOLLIN, ref))
+		die("signalfd: %s", strerror(errno));
+}
+
+/* dispatch() - one ready fd, by the type in its reference. */
+static void dispatch(struct ctx *c, union eref ref, uint32_t events)
+{
+	switch (ref.type) {
+	case EREF_LINK:
+		tap_handler(c, events);
+		break;
+	case EREF_LINK_LISTEN:
+		vm_listen_handler(c, events);
+		break;
+	case EREF_SIGNAL:
+		signal_handler(c);
+		break;
+	case EREF_CHILD:
+		ns_child_handler(c, events);
+		break;
+	case EREF_PING:
+		icmp_sock_handler(c, ref.idx, events);
+		break;
+	case EREF_TCP:
+	case EREF_TCP_LISTEN:
+	case EREF_TCP_TIMER:
+	case EREF_TCP_SPLICE:
+		tcp_sock_handler(c, ref.u64, events);
+		break;
+	case EREF_UDP:
+	case EREF_UDP_LISTEN:
+		udp_sock_handler(c, ref.u64, events);
+		break;
+	default:
+		err("event for unknown reference type %u", ref.type);
+		break;
+	}
+}
+
+/* timers_run() - let every module do its periodic work. */
+static void timers_run(struct ctx *c)
+{
+	c->timer_armed = false;
+	ndp_timer(c);
+	icmp_timer(c);
+	tcp_timer(c);
+	udp_timer(c);
+}
+
+static int loop_timeout(const struct ctx *c)
+{
+	int64_t ms;
+
+	if (!c->timer_armed)
+		return -1;
+	ms = ts_ms_diff(&c->timer_due, &c->now);
+	return ms < 0 ? 0 : (int)MIN(ms + 1, 60000);
+}
+
+void loop(struct ctx *c)
+{
+	struct epoll_event ev[EVENTS_MAX];
+
+	while (!c->quit) {
+		int i, n = epoll_wait(c->epfd, ev, EVENTS_MAX, loop_timeout(c));
+
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait: %s", strerror(errno));
+		now_mono(&c->now);
+		for (i = 0; i < n && !c->quit; i++) {
+			union eref ref = { .u64 = ev[i].data.u64 };
+
+			dispatch(c, ref, ev[i].events);
+		}
+		if (c->timer_armed && ts_ms_diff(&c->now, &c->timer_due) >= 0)
+			timers_run(c);
+		tap_flush(c);
+	}
+}
+

@@ -1,0 +1,146 @@
+/* pkt.h - checked views of guest frames, and frame building.
+ *
+ * Theory of operation: a frame read from the guest is parsed exactly once,
+ * by pkt_parse(), into a struct pkt. The parser validates every length
+ * relation (Ethernet -> IPv4/IPv6 header and extension headers -> transport
+ * header, TCP data offset and each option, UDP length, IP total length
+ * against what was received) and copies the header fields protocol code
+ * needs into host-order values. After a successful parse, nothing in the
+ * view can point outside the frame: l3/l4/payload pointers come with their
+ * lengths, and Ethernet padding past the IP length is already cut off.
+ * Protocol handlers (arp, ndp, dhcp, icmp, udp, tcp) consume the view and
+ * never compute offsets into raw frames themselves.
+ *
+ * The view points into the frame buffer: it is valid until that buffer is
+ * reused (the end of the current input batch).
+ */
+#ifndef FERRY_PKT_H
+#define FERRY_PKT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include "drop.h"
+
+#define ETH_HLEN_	14
+#define ETH_P_IP_	0x0800
+#define ETH_P_ARP_	0x0806
+#define ETH_P_IPV6_	0x86dd
+#define IP4_HLEN	20
+#define IP6_HLEN	40
+#define TCP_HLEN	20
+#define UDP_HLEN	8
+#define ICMP_HLEN	8	/* ICMPv4 echo / error header */
+#define ICMP6_HLEN	8
+/* Largest frame ferry handles (65535-byte IPv6 payload + headers). */
+#define FRAME_MAX	(ETH_HLEN_ + IP6_HLEN + 65535)
+
+/* ARP (RFC 826) for Ethernet/IPv4 only. */
+struct arp_view {
+	uint16_t op;			/* 1 request, 2 reply */
+	uint8_t sha[6], tha[6];
+	struct in_addr spa, tpa;
+};
+
+/* TCP header and options, validated (RFC 9293, RFC 7323, RFC 2018). */
+struct tcp_view {
+	uint16_t sport, dport;
+	uint32_t seq, ack;
+	uint8_t flags;			/* TCP_F_* */
+	uint16_t window;		/* raw, unscaled */
+	uint8_t doff;			/* header length in bytes */
+	/* Options: valid only when the has_* flag is set. */
+	bool has_mss, has_wscale, has_sack_perm, has_ts;
+	uint16_t mss;
+	uint8_t wscale;			/* clamped to 14 (RFC 7323 2.3) */
+	uint32_t tsval, tsecr;
+};
+
+#define TCP_F_FIN	0x01
+#define TCP_F_SYN	0x02
+#define TCP_F_RST	0x04
+#define TCP_F_PSH	0x08
+#define TCP_F_ACK	0x10
+#define TCP_F_URG	0x20
+#define TCP_F_ECE	0x40
+#define TCP_F_CWR	0x80
+
+struct udp_view {
+	uint16_t sport, dport;
+	uint16_t len;			/* UDP length field, == l4len */
+};
+
+/* ICMPv4 / ICMPv6: type, code, and for echo the identifier/sequence. */
+struct icmp_view {
+	uint8_t type, code;
+	uint16_t id, seq;		/* meaningful for echo messages */
+};
+
+struct pkt {
+	/* Link layer */
+	const uint8_t *frame;
+	size_t len;
+	uint8_t eth_dst[6], eth_src[6];
+	uint16_t ethertype;
+
+	/* Network layer: is_ip set for IPv4/IPv6 frames */
+	bool is_ip, is_v6;
+	const uint8_t *l3;
+	size_t l3len;			/* IP header + payload, padding cut */
+	uint8_t l4proto;		/* IPPROTO_* after extension headers */
+	uint8_t ttl;			/* TTL / hop limit */
+	uint8_t tos;			/* TOS / traffic class */
+	uint32_t flowlabel;		/* IPv6 only */
+	struct in_addr src4, dst4;
+	struct in6_addr src6, dst6;
+
+	/* Transport layer: l4 is the transport header, l4len runs to the
+	 * end of the IP payload; payload is what follows the header. */
+	const uint8_t *l4;
+	size_t l4len;
+	const uint8_t *payload;
+	size_t payload_len;
+	union {
+		struct arp_view arp;
+		struct tcp_view tcp;
+		struct udp_view udp;
+		struct icmp_view icmp;
+	};
+};
+
+/* pkt_parse() - validate frame[0..len) and fill *p.
+ * @verify_l4_csum: check TCP/UDP/ICMP checksums (false only when the
+ *                  backend vouches for them, e.g. virtio DATA_VALID).
+ * Return: DROP_NONE on success, else the reason the frame is refused
+ * (in which case *p is partially filled and must not be used).
+ * Unknown transport protocols are not an error here: l4proto says what it
+ * is and the dispatcher decides. */
+enum drop_reason pkt_parse(const uint8_t *frame, size_t len,
+			   bool verify_l4_csum, struct pkt *p);
+
+/* tcp_opts_parse() - parse TCP options [opt, opt+len) into *t.
+ * Return: false if any option overruns the area or has a bad length. */
+bool tcp_opts_parse(const uint8_t *opt, size_t len, struct tcp_view *t);
+
+/* Frame building. All builders write at the given buffer, which must have
+ * room for the headers; lengths are host order.
+ *
+ * eth_build() writes the Ethernet header; returns the byte after it. */
+uint8_t *eth_build(uint8_t *f, const uint8_t dst[6], const uint8_t src[6],
+		   uint16_t ethertype);
+/* ip4_build() - IPv4 header (no options, DF set, TTL 64, checksum filled)
+ * for an L4 part of l4len bytes; returns the byte after it. */
+uint8_t *ip4_build(uint8_t *l3, struct in_addr src, struct in_addr dst,
+		   uint8_t proto, size_t l4len, uint16_t id);
+/* ip6_build() - IPv6 header (hop limit hlim) for l4len payload bytes. */
+uint8_t *ip6_build(uint8_t *l3, const struct in6_addr *src,
+		   const struct in6_addr *dst, uint8_t proto, size_t l4len,
+		   uint8_t hlim);
+
+/* Address classification helpers used by the dispatcher and services. */
+bool in4_is_mcast_or_bcast(struct in_addr a);
+bool in6_is_mcast(const struct in6_addr *a);
+
+#endif /* FERRY_PKT_H */

@@ -1,0 +1,337 @@
+/* tap.c - the guest link's shared logic: batches, parsing, dispatch.
+ *
+ * Theory of operation: the backend (tap_dev.c, tap_stream.c, ...) fills
+ * c->link.rx with whole frames. tap_input() parses each once with
+ * pkt_parse(), learns the guest's MAC and addresses, and hands the checked
+ * view to exactly one protocol handler, which returns DROP_NONE or a drop
+ * reason that is counted here. After the batch, TCP and UDP get a
+ * callback to flush deferred socket writes.
+ *
+ * Outbound frames are reserved and committed into c->link.tx (see tap.h)
+ * and flushed by the backend, normally once per event-loop iteration.
+ * pcap capture of both directions happens here, so it is the same for
+ * every backend.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+
+#include "arp.h"
+#include "checksum.h"
+#include "dhcp.h"
+#include "dhcpv6.h"
+#include "ferry.h"
+#include "log.h"
+#include "ndp.h"
+#include "pcap.h"
+#include "pkt.h"
+#include "util.h"
+
+static const uint8_t mac_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+/* alloc_buf() - one large buffer, allocated at start-up only. */
+static uint8_t *alloc_buf(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("cannot allocate %zu bytes of frame buffers", size);
+	return p;
+}
+
+void tap_init(struct ctx *c)
+{
+	c->link.fd = c->link.listen_fd = -1;
+	c->link.tx.buf = alloc_buf(TX_BUF_SIZE);
+	c->link.rx.buf = alloc_buf(RX_BUF_SIZE);
+}
+
+void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
+{
+	c->link.ops = ops;
+	c->link.fd = fd;
+	c->link.up = true;
+	c->link.tx.n = 0;
+	c->link.tx.used = 0;
+	c->link.rx.n = 0;
+	c->link.rx.fill = 0;
+}
+
+void tap_detach(struct ctx *c)
+{
+	c->link.fd = -1;
+	c->link.up = false;
+	c->link.tx.n = 0;
+	c->link.tx.used = 0;
+	c->link.rx.fill = 0;
+	c->guest_mac_known = false;
+}
+
+/* learn_guest() - remember the guest's MAC and source addresses. */
+static void learn_guest(struct ctx *c, const struct pkt *p)
+{
+	if (!c->guest_mac_known || memcmp(c->guest_mac, p->eth_src, 6)) {
+		memcpy(c->guest_mac, p->eth_src, 6);
+		c->guest_mac_known = true;
+	}
+	if (!p->is_ip)
+		return;
+	if (!p->is_v6) {
+		if (!in4_is_unspec(&p->src4))
+			c->guest_seen4 = p->src4;
+	} else if (IN6_IS_ADDR_LINKLOCAL(&p->src6)) {
+		c->guest_ll6 = p->src6;
+	} else if (!in6_is_unspec(&p->src6)) {
+		c->guest_seen6 = p->src6;
+	}
+}
+
+/* dispatch_ip4() - choose the handler for a validated IPv4 packet. */
+static enum drop_reason dispatch_ip4(struct ctx *c, const struct pkt *p)
+{
+	uint32_t s = ntohl(p->src4.s_addr);
+
+	if (!c->conf.ip4.enabled)
+		return DROP_IP_DISABLED;
+	if (p->l4proto == IPPROTO_UDP && p->udp.dport == 67)
+		return c->conf.no_dhcp ? DROP_SERVICE_DISABLED
+				       : dhcp_input(c, p);
+	if (!s || IN_MULTICAST(s) || s == INADDR_BROADCAST ||
+	    (s >> 24) == 127)
+		return DROP_IP4_SRC;
+	if (in4_is_mcast_or_bcast(p->dst4))
+		return DROP_MCAST_BCAST;
+	switch (p->l4proto) {
+	case IPPROTO_ICMP:
+		return icmp_input(c, p);
+	case IPPROTO_TCP:
+		return c->conf.no_tcp ? DROP_SERVICE_DISABLED : tcp_input(c, p);
+	case IPPROTO_UDP:
+		return c->conf.no_udp ? DROP_SERVICE_DISABLED : udp_input(c, p);
+	default:
+		return DROP_IP_PROTO;
+	}
+}
+
+/* dispatch_ip6() - choose the handler for a validated IPv6 packet. */
+static enum drop_reason dispatch_ip6(struct ctx *c, const struct pkt *p)
+{
+	if (!c->conf.ip6.enabled)
+		return DROP_IP_DISABLED;
+	if (p->l4proto == IPPROTO_ICMPV6 && p->icmp.type >= 133 &&
+	    p->icmp.type <= 137)
+		return c->conf.no_ndp ? DROP_SERVICE_DISABLED : ndp_input(c, p);
+	if (p->l4proto == IPPROTO_UDP && p->udp.dport == 547)
+		return c->conf.no_dhcpv6 ? DROP_SERVICE_DISABLED
+					 : dhcpv6_input(c, p);
+	if (in6_is_mcast(&p->src6) || IN6_IS_ADDR_LOOPBACK(&p->src6))
+		return DROP_IP6_SRC;
+	if (in6_is_mcast(&p->dst6))
+		return DROP_MCAST_BCAST;
+	if (in6_is_unspec(&p->src6))
+		return DROP_IP6_SRC;
+	switch (p->l4proto) {
+	case IPPROTO_ICMPV6:
+		return icmp_input(c, p);
+	case IPPROTO_TCP:
+		return c->conf.no_tcp ? DROP_SERVICE_DISABLED : tcp_input(c, p);
+	case IPPROTO_UDP:
+		return c->conf.no_udp ? DROP_SERVICE_DISABLED : udp_input(c, p);
+	default:
+		return DROP_IP_PROTO;
+	}
+}
+
+/* tap_dispatch() - parse one frame and hand it to its handler. */
+static void tap_dispatch(struct ctx *c, const uint8_t *frame, size_t len)
+{
+	enum drop_reason r;
+	struct pkt p;
+
+	c->stats.rx_frames++;
+	c->stats.rx_bytes += len;
+	r = pkt_parse(frame, len, true, &p);
+	if (r == DROP_NONE) {
+		learn_guest(c, &p);
+		if (p.ethertype == ETH_P_ARP_)
+			r = arp_input(c, &p);
+		else if (!p.is_v6)
+			r = dispatch_ip4(c, &p);
+		else
+			r = dispatch_ip6(c, &p);
+	}
+	if (r != DROP_NONE)
+		drop(c, r);
+}
+
+void tap_input(struct ctx *c)
+{
+	struct rx_batch *rx = &c->link.rx;
+	struct iovec iov[RX_FRAMES_MAX];
+	unsigned int i;
+
+	if (c->pcap_fd >= 0) {
+		for (i = 0; i < rx->n; i++) {
+			iov[i].iov_base = rx->buf + rx->f[i].off;
+			iov[i].iov_len = rx->f[i].len;
+		}
+		pcap_frames(c, iov, rx->n);
+	}
+	for (i = 0; i < rx->n; i++)
+		tap_dispatch(c, rx->buf + rx->f[i].off, rx->f[i].len);
+	rx->n = 0;
+	tcp_input_done(c);
+	udp_input_done(c);
+}
+
+void tap_handler(struct ctx *c, uint32_t events)
+{
+	int rounds, n = 0;
+
+	(void)events;
+	/* Bounded: a flooding guest cannot starve host sockets. */
+	for (rounds = 0; rounds < 8 && c->link.up; rounds++) {
+		n = c->link.ops->rx(c);
+		if (c->link.rx.n)
+			tap_input(c);
+		if (n <= 0)
+			break;
+	}
+	if (n < 0)
+		link_closed(c);
+}
+
+uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len)
+{
+	struct tx_batch *tx = &c->link.tx;
+	size_t need;
+
+	if (!c->link.up)
+		return NULL;
+	need = c->link.ops->tx_prefix + max_len;
+	if (max_len > FRAME_MAX || need > TX_BUF_SIZE)
+		return NULL;
+	if (tx->n == TX_FRAMES_MAX || tx->used + need > TX_BUF_SIZE) {
+		tap_flush(c);
+		if (!c->link.up)
+			return NULL;
+	}
+	tx->pending_off = tx->used;
+	return tx->buf + tx->used + c->link.ops->tx_prefix;
+}
+
+void tap_tx_commit(struct ctx *c, size_t len)
+{
+	struct tx_batch *tx = &c->link.tx;
+	size_t pfx = c->link.ops->tx_prefix;
+
+	if (pfx)
+		c->link.ops->fill_prefix(tx->buf + tx->pending_off, len);
+	tx->f[tx->n].off = (uint32_t)tx->pending_off;
+	tx->f[tx->n].len = (uint32_t)len;
+	tx->n++;
+	tx->used = tx->pending_off + pfx + len;
+	c->stats.tx_frames++;
+	c->stats.tx_bytes += len;
+}
+
+void tap_flush(struct ctx *c)
+{
+	struct tx_batch *tx = &c->link.tx;
+
+	if (!tx->n)
+		return;
+	if (c->pcap_fd >= 0) {
+		struct iovec iov[TX_FRAMES_MAX];
+		size_t pfx = c->link.ops->tx_prefix;
+		unsigned int i;
+
+		for (i = 0; i < tx->n; i++) {
+			iov[i].iov_base = tx->buf + tx->f[i].off + pfx;
+			iov[i].iov_len = tx->f[i].len;
+		}
+		pcap_frames(c, iov, tx->n);
+	}
+	if (c->link.ops->flush(c) < 0)
+		link_closed(c);
+	tx->n = 0;
+	tx->used = 0;
+}
+
+uint8_t *tap_eth_to_guest(const struct ctx *c, uint8_t *f, uint16_t type)
+{
+	const uint8_t *dst = c->guest_mac_known ? c->guest_mac : mac_bcast;
+
+	return eth_build(f, dst, c->conf.our_mac, type);
+}
+
+/* l4_csum_field() - offset of the checksum in a transport header, or -1. */
+static int l4_csum_field(uint8_t proto)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+		return 16;
+	case IPPROTO_UDP:
+		return 6;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		return 2;
+	default:
+		return -1;
+	}
+}
+
+bool tap_send_ip4(struct ctx *c, struct in_addr src, struct in_addr dst,
+		  uint8_t proto, const void *l4, size_t l4len)
+{
+	size_t len = ETH_HLEN_ + IP4_HLEN + l4len;
+	int off = l4_csum_field(proto);
+	uint8_t *f, *l3, *t;
+
+	if (l4len > 65535 - IP4_HLEN || !(f = tap_tx_reserve(c, len)))
+		return false;
+	l3 = tap_eth_to_guest(c, f, ETH_P_IP_);
+	t = ip4_build(l3, src, dst, proto, l4len, 0);
+	memcpy(t, l4, l4len);
+	if (off >= 0 && (size_t)off + 2 <= l4len) {
+		uint16_t sum;
+
+		wr16(t + off, 0);
+		sum = proto == IPPROTO_ICMP ? csum(t, l4len)
+					    : csum_l4_4(src, dst, proto, t, l4len);
+		if (proto == IPPROTO_UDP && !sum)
+			sum = 0xffff;
+		wr16(t + off, sum);
+	}
+	tap_tx_commit(c, len);
+	return true;
+}
+
+bool tap_send_ip6(struct ctx *c, const struct in6_addr *src,
+		  const struct in6_addr *dst, uint8_t proto, const void *l4,
+		  size_t l4len)
+{
+	size_t len = ETH_HLEN_ + IP6_HLEN + l4len;
+	int off = l4_csum_field(proto);
+	uint8_t *f, *l3, *t;
+	uint8_t hlim = proto == IPPROTO_ICMPV6 ? 255 : 64;
+
+	if (l4len > 65535 || !(f = tap_tx_reserve(c, len)))
+		return false;
+	l3 = tap_eth_to_guest(c, f, ETH_P_IPV6_);
+	t = ip6_build(l3, src, dst, proto, l4len, hlim);
+	memcpy(t, l4, l4len);
+	if (off >= 0 && (size_t)off + 2 <= l4len) {
+		uint16_t sum;
+
+		wr16(t + off, 0);
+		sum = csum_l4_6(src, dst, proto, t, l4len);
+		if (proto == IPPROTO_UDP && !sum)
+			sum = 0xffff;
+		wr16(t + off, sum);
+	}
+	tap_tx_commit(c, len);
+	return true;
+}

@@ -1,0 +1,115 @@
+/* tap.h - the guest link: frame batches in both directions, shared by all
+ * guest backends (tap device, qemu stream socket, vhost-user).
+ *
+ * Backends are buffer plumbing only: they move bytes between their fd and
+ * the batches below through struct link_ops. Every decision about frames
+ * (parsing, dispatch, MAC learning, pcap, drops) lives in tap.c.
+ *
+ * Transmit: protocol code calls tap_tx_reserve() for room for one frame,
+ * writes the Ethernet frame there, then tap_tx_commit() with its length.
+ * Frames accumulate in one preallocated buffer, each preceded by the
+ * backend's prefix (4-byte length for qemu streams, virtio-net header for
+ * a tap with IFF_VNET_HDR), and go out in one flush per loop iteration or
+ * when the batch is full.
+ */
+#ifndef FERRY_TAP_H
+#define FERRY_TAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/uio.h>
+
+struct ctx;
+struct pkt;
+
+#define TX_BUF_SIZE	(8u << 20)	/* bytes of queued frames */
+#define TX_FRAMES_MAX	512
+#define RX_BUF_SIZE	(8u << 20)
+#define RX_FRAMES_MAX	256
+
+struct tx_batch {
+	uint8_t *buf;			/* TX_BUF_SIZE bytes */
+	size_t used;			/* bytes used in buf */
+	unsigned int n;			/* frames queued */
+	size_t pending_off;		/* reserved, not yet committed */
+	struct { uint32_t off, len; } f[TX_FRAMES_MAX]; /* off: prefix */
+};
+
+struct rx_batch {
+	uint8_t *buf;			/* RX_BUF_SIZE bytes */
+	size_t fill;			/* stream backends: bytes buffered */
+	unsigned int n;
+	struct { uint32_t off, len; } f[RX_FRAMES_MAX]; /* frame, no prefix */
+};
+
+struct link_ops {
+	const char *name;
+	size_t tx_prefix;		/* bytes before each frame */
+	/* Read available frames into c->link.rx; return frames read,
+	 * 0 when none are pending, -1 when the peer went away. */
+	int (*rx)(struct ctx *c);
+	/* Write queued frames; return 0, or -1 when the peer went away.
+	 * Must leave c->link.tx empty (dropping and counting frames it
+	 * cannot send). */
+	int (*flush)(struct ctx *c);
+	/* Write the prefix for a frame of len bytes at pfx. */
+	void (*fill_prefix)(uint8_t *pfx, size_t len);
+};
+
+struct link {
+	const struct link_ops *ops;
+	int fd;				/* connected link fd, -1 if none */
+	int listen_fd;			/* vm mode listener, -1 if none */
+	bool up;
+	struct tx_batch tx;
+	struct rx_batch rx;
+};
+
+/* tap_init() - allocate batch buffers (once, at start-up). */
+void tap_init(struct ctx *c);
+
+/* tap_attach() - start using fd with the given backend. */
+void tap_attach(struct ctx *c, const struct link_ops *ops, int fd);
+
+/* tap_detach() - forget the current peer (vm mode: client gone). */
+void tap_detach(struct ctx *c);
+
+/* tap_handler() - epoll event on the link fd: read batches until empty
+ * (bounded per call), parse and dispatch every frame. */
+void tap_handler(struct ctx *c, uint32_t events);
+
+/* tap_input() - parse and dispatch the frames in c->link.rx. */
+void tap_input(struct ctx *c);
+
+/* tap_tx_reserve() - room for one frame of up to max_len bytes; flushes a
+ * full batch first. Returns the frame start (Ethernet header), or NULL
+ * when max_len can never fit or no peer is connected. */
+uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len);
+
+/* tap_tx_commit() - queue the frame started by the last reserve, len
+ * bytes long (len <= the reserved max_len). */
+void tap_tx_commit(struct ctx *c, size_t len);
+
+/* tap_flush() - write out queued frames (end of each loop iteration). */
+void tap_flush(struct ctx *c);
+
+/* tap_eth_to_guest() - Ethernet header from ferry to the guest at f;
+ * returns the L3 start. */
+uint8_t *tap_eth_to_guest(const struct ctx *c, uint8_t *f, uint16_t type);
+
+/* tap_send_ip4()/tap_send_ip6() - queue one IP packet to the guest with
+ * the given transport bytes; the transport checksum (TCP, UDP, ICMP,
+ * ICMPv6) is computed here. Return false if the frame could not be
+ * queued. */
+bool tap_send_ip4(struct ctx *c, struct in_addr src, struct in_addr dst,
+		  uint8_t proto, const void *l4, size_t l4len);
+bool tap_send_ip6(struct ctx *c, const struct in6_addr *src,
+		  const struct in6_addr *dst, uint8_t proto, const void *l4,
+		  size_t l4len);
+
+/* Backends */
+extern const struct link_ops link_tapdev_ops;	/* tap_dev.c */
+
+#endif /* FERRY_TAP_H */

@@ -1,0 +1,139 @@
+"""Shared fixtures for ferry's integration tests.
+
+The whole pytest run happens inside test/sandbox.sh: a private user and
+network namespace whose "host" network (uplink0, 198.51.100.2/24 and
+2001:db8::2/64, default routes to nobody) cannot reach outside this
+machine. Each test starts its own ferry and guest namespace and acts from
+inside the guest with real tools (ip, ping, busybox udhcpc, ...).
+
+Rules: no sleeping-and-hoping (use wait_for with a deadline); processes
+are only ever ended by the PIDs we started.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FERRY = os.environ.get("FERRY_BIN", str(ROOT / "ferry"))
+
+HOST4, HOST6 = "198.51.100.2", "2001:db8::2"
+GW4, GW6 = "198.51.100.1", "2001:db8::1"
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("FERRY_SANDBOX") != "1":
+        pytest.exit("integration tests must run inside test/sandbox.sh "
+                    "(use make check)", returncode=3)
+
+
+def wait_for(pred, timeout=10.0, what="condition", interval=0.02):
+    """Poll pred() until it returns a true value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def require(tool):
+    """Fail (never skip) when a tool the test needs is missing."""
+    if not shutil.which(tool):
+        pytest.fail(f"required tool '{tool}' is not installed "
+                    "(test/deps.sh installs it as root)")
+
+
+def run(cmd, timeout=30, check=True, **kw):
+    """Run a command in the sandbox host namespace."""
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}"
+                             f"\nstderr:\n{r.stderr}")
+    return r
+
+
+class Ferry:
+    """A running `ferry ns` with a guest namespace held by a sleeping shell.
+
+    guest(cmd) runs a command inside the guest's user+network namespace.
+    """
+
+    def __init__(self, tmp_path, args=(), config_net=True, cmd=None):
+        self.tmp = tmp_path
+        self.pidfile = tmp_path / "guest.pid"
+        self.logpath = tmp_path / "ferry.log"
+        hold = cmd or ["sh", "-c", f"echo $$ > {self.pidfile}; exec sleep 3600"]
+        argv = [FERRY, "ns", "-f"]
+        if config_net:
+            argv.append("--config-net")
+        argv += list(args) + ["--"] + hold
+        self.argv = argv
+        self.log = open(self.logpath, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        self.guest_pid = None
+        if cmd is None:
+            self.guest_pid = int(wait_for(self._read_pid, 10, "guest namespace"))
+
+    def _read_pid(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"ferry exited early ({self.proc.returncode}):\n"
+                                 + self.output())
+        try:
+            txt = self.pidfile.read_text().strip()
+            return txt if txt else None
+        except FileNotFoundError:
+            return None
+
+    def output(self):
+        self.log.flush()
+        return self.logpath.read_text(errors="replace")
+
+    def guest(self, cmd, timeout=30, check=True, **kw):
+        """Run cmd (list or shell string) inside the guest namespace."""
+        if isinstance(cmd, str):
+            cmd = ["sh", "-c", cmd]
+        full = ["nsenter", "-t", str(self.guest_pid), "-U", "-n",
+                "--preserve-credentials"] + cmd
+        r = subprocess.run(full, capture_output=True, text=True,
+                           timeout=timeout, **kw)
+        if check and r.returncode != 0:
+            raise AssertionError(f"guest: {cmd} exited {r.returncode}\n"
+                                 f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}\n"
+                                 f"ferry log:\n{self.output()}")
+        return r
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def ferry_ns(tmp_path):
+    """Factory: ferry_ns(args=(), config_net=True) -> Ferry; stopped after."""
+    started = []
+
+    def start(args=(), config_net=True, cmd=None):
+        d = tmp_path / f"f{len(started)}"
+        d.mkdir()
+        f = Ferry(d, args, config_net, cmd)
+        started.append(f)
+        return f
+
+    yield start
+    for f in started:
+        f.stop()

@@ -1,0 +1,50 @@
+#!/bin/bash
+# run.sh - the whole test suite (make check): unit tests under ASan and
+# UBSan, then integration tests in a sandbox (test/sandbox.sh) with pytest.
+# Ends with one line "N passed, N failed" and a non-zero exit on failure.
+#
+# Environment: FERRY_TESTS=PATTERN runs only pytest tests matching it (-k);
+# FERRY_BIN overrides the binary the integration tests start.
+set -u
+cd "$(dirname "$0")/.."
+pass=0; fail=0
+
+count() {	# count LOG: add "N passed"/"N failed"/"N error" from a log
+	local p f e
+	p=$(grep -Eo '[0-9]+ passed' "$1" | tail -1 | grep -Eo '[0-9]+')
+	f=$(grep -Eo '[0-9]+ failed' "$1" | tail -1 | grep -Eo '[0-9]+')
+	e=$(grep -Eo '[0-9]+ errors?' "$1" | tail -1 | grep -Eo '[0-9]+')
+	pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${e:-0}))
+}
+
+if ! bash test/deps.sh; then
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+echo "== unit tests (ASan, UBSan)"
+./build/unit | tee "$log"
+rc=${PIPESTATUS[0]}
+count "$log"
+if [ "$rc" != 0 ] && ! grep -q "unit: .* failed" "$log"; then
+	echo "unit test binary crashed (exit $rc)"; fail=$((fail + 1))
+fi
+
+echo "== integration tests (sandbox)"
+export FERRY_BIN=${FERRY_BIN:-$PWD/build/ferry-test}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+args=(-q -p no:cacheprovider -o console_output_style=classic test/integration)
+[ -n "${FERRY_TESTS:-}" ] && args+=(-k "$FERRY_TESTS")
+bash test/sandbox.sh /usr/bin/python3 -m pytest "${args[@]}" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+count "$log"
+# pytest: 0 ok, 1 some failed, 5 none collected; anything else broke.
+if [ "$rc" != 0 ] && [ "$rc" != 1 ] && [ "$rc" != 5 ]; then
+	echo "integration run broke (pytest exit $rc)"; fail=$((fail + 1))
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ] && [ "$pass" -gt 0 ]

@@ -1,0 +1,29 @@
+#!/bin/bash
+# sandbox.sh - run a command in a private network sandbox ("the host").
+#
+# Re-executes itself under `unshare -Urn` (new user + network namespace,
+# mapped to root), then builds a host network that goes nowhere:
+#   lo up;  veth "uplink0" <-> "uplink0p" (far end stays here, no address)
+#   uplink0: 198.51.100.2/24, 2001:db8::2/64, MTU 65520
+#   default routes via 198.51.100.1 and 2001:db8::1 (nobody answers)
+# so ferry sees an ordinary host with a default route, yet no packet can
+# leave this machine. Then runs "$@" with FERRY_SANDBOX=1.
+set -eu
+if [ "${FERRY_SANDBOX_INNER:-}" != 1 ]; then
+	export FERRY_SANDBOX_INNER=1
+	exec unshare -Urn --kill-child -- "$0" "$@"
+fi
+ip link set lo up
+ip link add uplink0 type veth peer name uplink0p
+ip link set uplink0 mtu 65520
+ip link set uplink0p mtu 65520
+ip link set uplink0p up
+ip addr add 198.51.100.2/24 dev uplink0
+ip -6 addr add 2001:db8::2/64 dev uplink0 nodad
+ip link set uplink0 up
+ip route add default via 198.51.100.1 dev uplink0 onlink
+ip -6 route add default via 2001:db8::1 dev uplink0 onlink
+# Unprivileged ICMP echo sockets for the (mapped) root group.
+sysctl -qw net.ipv4.ping_group_range="0 0" || true
+export FERRY_SANDBOX=1
+exec "$@"

@@ -1,0 +1,101 @@
+/* util.c - small shared helpers (see util.h). No frame or flow knowledge. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/random.h>
+
+#include "util.h"
+
+/* str_copy() - bounded copy that always terminates dst. */
+bool str_copy(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+
+	if (!size)
+		return false;
+	if (n >= size) {
+		memcpy(dst, src, size - 1);
+		dst[size - 1] = '\0';
+		return false;
+	}
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+/* fd_set_nonblock() - make fd non-blocking and close-on-exec. */
+int fd_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+/* write_all() - write len bytes, retrying short writes and EINTR. */
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* write_pidfile() - create/truncate path and write the pid to it. */
+int write_pidfile(const char *path, pid_t pid)
+{
+	char buf[32];
+	int fd, n, rc;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	rc = write_all(fd, buf, (size_t)n);
+	close(fd);
+	return rc;
+}
+
+/* now_mono() - CLOCK_MONOTONIC now. */
+void now_mono(struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+}
+
+/* random_bytes() - cryptographic randomness from the kernel. */
+void random_bytes(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/* Kernel without getrandom(): weak fallback. */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			for (size_t i = 0; i < len; i++)
+				p[i] = (uint8_t)((ts.tv_nsec >> (i % 4 * 8)) ^
+						 getpid() ^ i * 131);
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}

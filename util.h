@@ -1,0 +1,107 @@
+/* util.h - small shared helpers: array sizes, branch hints, byte order,
+ * bounded string copies, file-descriptor flags, time.
+ *
+ * Nothing here knows about frames or flows; it is the bottom of the include
+ * graph and may be included from every file.
+ */
+#ifndef FERRY_UTIL_H
+#define FERRY_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#define MIN(a, b)	((a) < (b) ? (a) : (b))
+#define MAX(a, b)	((a) > (b) ? (a) : (b))
+#define ROUND_UP(x, a)	(((x) + (a) - 1) / (a) * (a))
+#define UNUSED		__attribute__((unused))
+
+#define ETH_ALEN_	6
+
+/* Read/write big-endian integers at any alignment. */
+static inline uint16_t rd16(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+static inline uint32_t rd32(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+	       (uint32_t)b[2] << 8 | b[3];
+}
+
+static inline void wr16(void *p, uint16_t v)
+{
+	uint8_t *b = p;
+	b[0] = v >> 8;
+	b[1] = v & 0xff;
+}
+
+static inline void wr32(void *p, uint32_t v)
+{
+	uint8_t *b = p;
+	b[0] = v >> 24;
+	b[1] = (v >> 16) & 0xff;
+	b[2] = (v >> 8) & 0xff;
+	b[3] = v & 0xff;
+}
+
+/* Monotonic time helpers: milliseconds between two timestamps, a - b. */
+static inline int64_t ts_ms_diff(const struct timespec *a,
+				 const struct timespec *b)
+{
+	return (int64_t)(a->tv_sec - b->tv_sec) * 1000 +
+	       (a->tv_nsec - b->tv_nsec) / 1000000;
+}
+
+static inline bool in4_eq(const struct in_addr *a, const struct in_addr *b)
+{
+	return a->s_addr == b->s_addr;
+}
+
+static inline bool in6_eq(const struct in6_addr *a, const struct in6_addr *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+static inline bool in4_is_unspec(const struct in_addr *a)
+{
+	return a->s_addr == INADDR_ANY;
+}
+
+static inline bool in6_is_unspec(const struct in6_addr *a)
+{
+	return IN6_IS_ADDR_UNSPECIFIED(a);
+}
+
+/* strlcpy-like: copy at most size-1 bytes, always terminate; returns
+ * false if the source did not fit. */
+bool str_copy(char *dst, const char *src, size_t size);
+
+/* Set O_NONBLOCK (and FD_CLOEXEC) on fd; returns 0 or -errno. */
+int fd_set_nonblock(int fd);
+
+/* Write a whole buffer to a (blocking) fd, retrying on EINTR/short
+ * writes; returns 0 or -errno. Not for the data path. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* Write "pid\n" to path (pid file); returns 0 or -errno. */
+int write_pidfile(const char *path, pid_t pid);
+
+/* Current CLOCK_MONOTONIC time. */
+void now_mono(struct timespec *ts);
+
+/* Fill buf with len bytes from getrandom(), falling back to a mix of
+ * time and pid only if the kernel refuses (never for ISNs: see tcp). */
+void random_bytes(void *buf, size_t len);
+
+#endif /* FERRY_UTIL_H */
