@@ -30,8 +30,3 @@ void conf_parse(struct conf *c, enum mode mode, int argc, char **argv)
 		exit(1);
 	}
 }
-
-void conf_derive(struct conf *c)
-{
-	(void)c;
-}
