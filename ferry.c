@@ -116,6 +116,7 @@ int main(int argc, char **argv)
 	tap_init(c);
 	conf_derive(&c->conf);
 	pcap_init(c);
+	flow_init(&c->flows, 0);
 	icmp_init(c);
 	tcp_init(c);
 	udp_init(c);

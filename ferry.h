@@ -17,6 +17,7 @@
 
 #include "conf.h"
 #include "drop.h"
+#include "flow.h"
 #include "tap.h"
 #include "icmp.h"
 #include "tcp.h"
@@ -79,6 +80,7 @@ struct ctx {
 	bool quit;
 	int exit_code;
 
+	struct flowtab flows;		/* all ICMP/UDP/TCP flows */
 	struct icmp_state icmp;
 	struct tcp_state tcp;
 	struct udp_state udp;
