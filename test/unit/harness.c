@@ -67,6 +67,7 @@ struct ctx *test_ctx(void)
 	strcpy(f->search[0], "example.test");
 	f->search_count = 1;
 	now_mono(&c->now);
+	flow_init(&c->flows, 0);
 	tap_init(c);
 	tap_attach(c, &cap_ops, -1);
 	test_tx_reset(c);
@@ -76,6 +77,8 @@ struct ctx *test_ctx(void)
 void test_ctx_free(struct ctx *c)
 {
 	test_tx_reset(c);
+	munmap(c->flows.slots, sizeof(struct flow) * FLOW_MAX);
+	munmap(c->flows.buckets, sizeof(uint32_t) * FLOW_HASH_SIZE);
 	munmap(c->link.tx.buf, TX_BUF_SIZE);
 	munmap(c->link.rx.buf, RX_BUF_SIZE);
 	munmap(c, sizeof(*c));
