@@ -18,6 +18,7 @@
 
 #include "ferry.h"
 #include "log.h"
+#include "nat.h"
 #include "ndp.h"
 #include "ns.h"
 #include "pcap.h"
@@ -115,6 +116,7 @@ int main(int argc, char **argv)
 	now_mono(&c->now);
 	tap_init(c);
 	conf_derive(&c->conf);
+	nat_init(c);
 	pcap_init(c);
 	flow_init(&c->flows, 0);
 	icmp_init(c);

@@ -1,0 +1,106 @@
+/* nat.c - address mapping between the guest's view and the host's.
+ *
+ * ferry does not NAT the guest's own address: the guest uses the host's
+ * address, and host sockets carry its traffic. Three guest-side addresses
+ * are special, per family (configured in struct conf, defaults set by
+ * conf_derive()):
+ *
+ *   map_host_lo  (default: the gateway, unless --no-map-gw; or
+ *                 --map-host-loopback ADDR)  <->  host loopback
+ *   map_guest    (--map-guest-addr ADDR)     <->  the host's own address
+ *   dns_fwd      (--dns-forward ADDR)        <->  --dns-host (DNS issue)
+ *
+ * Outbound, a destination equal to one of them is rewritten to its host
+ * counterpart; inbound, a peer address equal to a host counterpart is
+ * shown to the guest as the special address. Everything else passes
+ * unchanged. An unset special address (unspecified) never matches.
+ */
+#include "ferry.h"
+#include "nat.h"
+#include "pkt.h"
+#include "util.h"
+
+static bool v4_set(struct in_addr a)
+{
+	return a.s_addr != INADDR_ANY;
+}
+
+void nat_init(struct ctx *c)
+{
+	struct conf *f = &c->conf;
+
+	if (f->no_map_gw)
+		return;
+	if (!v4_set(f->ip4.map_host_lo))
+		f->ip4.map_host_lo = f->ip4.gw;
+	if (in6_is_unspec(&f->ip6.map_host_lo))
+		f->ip6.map_host_lo = f->ip6.gw;
+}
+
+static bool nat_out4(const struct ctx *c, struct in_addr *a)
+{
+	const struct conf_ip4 *ip = &c->conf.ip4;
+	uint32_t h = ntohl(a->s_addr);
+
+	if (v4_set(ip->map_host_lo) && in4_eq(a, &ip->map_host_lo)) {
+		a->s_addr = htonl(INADDR_LOOPBACK);
+		return true;
+	}
+	if (v4_set(ip->map_guest) && in4_eq(a, &ip->map_guest)) {
+		*a = ip->host_addr;
+		return true;
+	}
+	if (!h || (h >> 24) == 127 || in4_is_mcast_or_bcast(*a))
+		return false;
+	if (in4_eq(a, &ip->addr) || in4_eq(a, &c->guest_seen4))
+		return false;
+	return true;
+}
+
+static bool nat_out6(const struct ctx *c, struct in6_addr *a)
+{
+	const struct conf_ip6 *ip = &c->conf.ip6;
+
+	if (!in6_is_unspec(&ip->map_host_lo) && in6_eq(a, &ip->map_host_lo)) {
+		*a = in6addr_loopback;
+		return true;
+	}
+	if (!in6_is_unspec(&ip->map_guest) && in6_eq(a, &ip->map_guest)) {
+		*a = ip->host_addr;
+		return true;
+	}
+	if (in6_is_unspec(a) || IN6_IS_ADDR_LOOPBACK(a) || in6_is_mcast(a) ||
+	    IN6_IS_ADDR_LINKLOCAL(a))
+		return false;
+	if (in6_eq(a, &ip->addr) || in6_eq(a, &c->guest_seen6))
+		return false;
+	return true;
+}
+
+bool nat_outbound(const struct ctx *c, union inany *dst)
+{
+	if (inany_is4(dst))
+		return nat_out4(c, &dst->v4m.a4);
+	return nat_out6(c, &dst->a6);
+}
+
+void nat_inbound(const struct ctx *c, union inany *src)
+{
+	if (inany_is4(src)) {
+		const struct conf_ip4 *ip = &c->conf.ip4;
+		struct in_addr *a = &src->v4m.a4;
+
+		if ((ntohl(a->s_addr) >> 24) == 127 && v4_set(ip->map_host_lo))
+			*a = ip->map_host_lo;
+		else if (v4_set(ip->map_guest) && in4_eq(a, &ip->host_addr))
+			*a = ip->map_guest;
+		return;
+	}
+	const struct conf_ip6 *ip6 = &c->conf.ip6;
+
+	if (IN6_IS_ADDR_LOOPBACK(&src->a6) && !in6_is_unspec(&ip6->map_host_lo))
+		src->a6 = ip6->map_host_lo;
+	else if (!in6_is_unspec(&ip6->map_guest) &&
+		 in6_eq(&src->a6, &ip6->host_addr))
+		src->a6 = ip6->map_guest;
+}

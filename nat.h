@@ -1,0 +1,25 @@
+/* nat.h - see nat.c: the guest's view of addresses vs. the host's. */
+#ifndef FERRY_NAT_H
+#define FERRY_NAT_H
+
+#include <stdbool.h>
+#include "flow.h"
+
+struct ctx;
+
+/* nat_init() - complete the mapping defaults after conf_derive(): unless
+ * --no-map-gw or --map-host-loopback, the gateway maps to host loopback. */
+void nat_init(struct ctx *c);
+
+/* nat_outbound() - translate a destination the guest addressed into the
+ * address a host socket must connect/send to. Return false when the guest
+ * may not reach it through ferry (unspecified, loopback, multicast, the
+ * guest's own address). */
+bool nat_outbound(const struct ctx *c, union inany *dst);
+
+/* nat_inbound() - translate a host-side peer address into the source
+ * address the guest sees (host loopback appears as the gateway, the host's
+ * own address as --map-guest-addr). */
+void nat_inbound(const struct ctx *c, union inany *src);
+
+#endif /* FERRY_NAT_H */
