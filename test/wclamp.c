@@ -6,6 +6,11 @@
  *        -m MTU  set the loopback MTU of the private namespace (default: leave 65536)
  *        -n      do not create a user+network namespace (caller already did
  *                `unshare -Urn`); loopback is still brought up
+ *        -t LIST run only these question groups (digits, default 1234578):
+ *                1 shrink/re-expand, 2 queue bound, 3 zero window (default
+ *                buffers, with the plain-recv control of Q6), 4 persistence,
+ *                5 minimum clamp and throughput, 7 zero window in the seed
+ *                buffer shapes, 8 ferry-style forwarding loop
  *        -v      verbose: print per-step details on stderr
  * Exit:  0  "MSG_TRUNC + TCP_WINDOW_CLAMP re-set re-opens a zero window" held in
  *           every buffer shape tested (window open within 200 ms, data flows)
@@ -391,13 +396,15 @@ static long consume(int fd, enum how how, long max)
 struct sstat {
 	long bytes;		/* consumed by the receiver */
 	uint32_t wmax;		/* max tcpi_snd_wnd seen by the sender */
+	uint32_t wlast;		/* tcpi_snd_wnd at the end */
 	double mbps;		/* MB/s (1e6) over the phase */
 	double avg_seg;		/* sender bytes per data segment */
 	int64_t max_gap_us;	/* longest time without progress */
 };
 
 /* stream() - bulk transfer for @ms while consuming with @how; the window
- * maximum is only sampled after @skip bytes (lets a shrinking window settle).
+ * maximum is only sampled after @skip bytes or half of @ms (lets a shrinking
+ * window settle).
  * If @clamp is non-zero, TCP_WINDOW_CLAMP is set to it after every read, as
  * ferry does on every window update from the guest.
  */
@@ -424,13 +431,14 @@ static void stream(struct pair *p, int ms, long skip, enum how how,
 			poll(&pfd, 1, 1);
 		}
 		s->bytes += n;
-		if (s->bytes > skip) {
+		if (s->bytes > skip || t > t0 + ms * 500L) {
 			ti_get(p->snd, &b);
 			s->wmax = MAX(s->wmax, b.i.tcpi_snd_wnd);
 		}
 	}
 	s->max_gap_us = MAX(s->max_gap_us, now_us() - last);
 	ti_get(p->snd, &b);
+	s->wlast = b.i.tcpi_snd_wnd;
 	s->mbps = s->bytes / (double)(now_us() - t0);
 	if (b.i.tcpi_data_segs_out > a.i.tcpi_data_segs_out)
 		s->avg_seg = (double)(b.i.tcpi_bytes_sent - a.i.tcpi_bytes_sent) /
@@ -509,42 +517,87 @@ static const char *fmt_us(char *buf, size_t len, int64_t us)
 
 static const struct pcfg shape_default = { .name = "default" };
 
-/* q_shrink_expand() - Q1/Q2: clamp a streaming connection, then raise it */
+/* struct phase - one step of the shrink/expand sequence */
+struct phase {
+	const char *name;
+	long clamp;		/* value to set, 0: none */
+	int reapply;		/* set again after every read (ferry style) */
+};
+
+/* shrink_expand() - run the phases on one connection of shape @pc; returns
+ * the window maxima in @w[] and clamp read-backs in @rb[]
+ */
+static void shrink_expand(const struct pcfg *pc, const struct phase *ph,
+			  size_t n, uint32_t *w, uint32_t *wl, long *rb)
+{
+	struct sstat s = { 0 };
+	struct pair p;
+	size_t i;
+
+	pair_open(pc, &p);
+	for (i = 0; i < n; i++) {
+		long skip = 2L * s.wmax + 8 * MiB;	/* old right edge passed */
+
+		if (ph[i].clamp && clamp_set(p.rcv, ph[i].clamp))
+			die("setsockopt(TCP_WINDOW_CLAMP, %ld) mid-connection", ph[i].clamp);
+		stream(&p, 300, skip, HOW_TRUNC, ph[i].reapply ? ph[i].clamp : 0, &s);
+		w[i] = s.wmax;
+		wl[i] = s.wlast;
+		rb[i] = clamp_get(p.rcv);
+	}
+	pair_close(&p);
+}
+
+/* q_shrink_expand() - Q1/Q2: clamp a streaming connection, then raise it;
+ * once with kernel autotuning, once with a locked (SO_RCVBUF) 2 MiB buffer
+ */
 static void q_shrink_expand(void)
 {
-	struct sstat s0, s1, s2;
-	struct pair p;
-	long c, big_clamp, rb, rb2;
-	struct ti t;
-	int shrinks, expands;
+	static const struct pcfg shapes[] = {
+		{ .name = "autotuned" }, { .name = "SO_RCVBUF=2MiB", .rcvbuf = 2 * MiB },
+	};
+	const long c = MAX(64 * KiB, 4 * g_mss), hi = 64 * MiB;
+	const struct phase ph[] = {
+		{ "unclamped", 0, 0 },
+		{ "clamp c, set once", c, 0 },
+		{ "clamp c, re-set after each read", c, 1 },
+		{ "raised to 64MiB once", hi, 0 },
+		{ "clamp c again, re-set each read", c, 1 },
+		{ "raised to 64MiB, re-set each read", hi, 1 },
+	};
+	const size_t n = sizeof(ph) / sizeof(ph[0]);
+	uint32_t w[2][8], wl[2][8];
+	long rb[2][8], lim = c + c / 8 + 1024;
+	int k;
 
-	pair_open(&shape_default, &p);
-	stream(&p, 300, 0, HOW_TRUNC, 0, &s0);
-	ti_get(p.rcv, &t);
-	c = MAX(4 * (long)t.i.tcpi_rcv_mss, MIN(64 * KiB, (long)s0.wmax / 4));
-	if (clamp_set(p.rcv, c))
-		die("setsockopt(TCP_WINDOW_CLAMP, %ld) mid-connection", c);
-	rb = clamp_get(p.rcv);
-	stream(&p, 300, 4 * (long)s0.wmax + 4 * MiB, HOW_TRUNC, 0, &s1);
-	big_clamp = MAX(4 * MiB, 4L * s0.wmax);
-	if (clamp_set(p.rcv, big_clamp))
-		die("setsockopt(TCP_WINDOW_CLAMP, %ld) raise", big_clamp);
-	stream(&p, 300, 4 * MiB, HOW_TRUNC, 0, &s2);
-	rb2 = clamp_get(p.rcv);
-	pair_close(&p);
+	printf("\n== Q1/Q2: TCP_WINDOW_CLAMP set mid-connection, c=%ld (consumer: PEEK+TRUNC) ==\n", c);
+	printf("%-34s", "phase (300 ms each, in order)");
+	for (k = 0; k < 2; k++) {
+		shrink_expand(&shapes[k], ph, n, w[k], wl[k], rb[k]);
+		printf(" | %-15s %9s %9s", shapes[k].name, "last wnd", "clamp rb");
+	}
+	printf("\n");
+	for (size_t i = 0; i < n; i++) {
+		printf("%-34s", ph[i].name);
+		for (k = 0; k < 2; k++)
+			printf(" | %15u %9u %9ld", w[k][i], wl[k][i], rb[k][i]);
+		printf("\n");
+	}
+	printf("(columns: max snd_wnd seen by the sender after the window settled, snd_wnd at the end,\n"
+	       " TCP_WINDOW_CLAMP read back at the end of the phase)\n");
+	for (k = 0; k < 2; k++) {
+		const char *t = k ? "locked" : "autotuned";
 
-	shrinks = s1.wmax && s1.wmax <= c + c / 8 + (1L << t.i.tcpi_rcv_wscale);
-	expands = s2.wmax > 2 * s1.wmax && s2.wmax > (uint32_t)c * 2;
-	printf("\n== Q1/Q2: TCP_WINDOW_CLAMP set mid-connection (consumer: PEEK+TRUNC) ==\n");
-	printf("%-34s %12s %10s %10s\n", "phase", "max snd_wnd", "MB/s", "clamp rb");
-	printf("%-34s %12u %10.1f %10s\n", "unclamped", s0.wmax, s0.mbps, "-");
-	printf("%-34s %12u %10.1f %10ld\n", "clamp set to c (see below)", s1.wmax, s1.mbps, rb);
-	printf("%-34s %12u %10.1f %10ld\n", "clamp raised", s2.wmax, s2.mbps, rb2);
-	printf("c=%ld rcv_wscale=%u rcv_mss=%u\n", c, t.i.tcpi_rcv_wscale, t.i.tcpi_rcv_mss);
-	printf("RESULT clamp_shrinks=%s\n", shrinks ? "yes" : "no");
-	printf("RESULT clamp_shrink_value=%ld wnd_before=%u wnd_after=%u\n", c, s0.wmax, s1.wmax);
-	printf("RESULT clamp_reexpands=%s\n", expands ? "yes" : "no");
-	printf("RESULT clamp_raise_value=%ld wnd_after_raise=%u\n", big_clamp, s2.wmax);
+		printf("RESULT q1.%s clamp_shrinks_once=%s clamp_shrinks_reapplied=%s clamp_kept_once=%s\n",
+		       t, w[k][1] <= lim ? "yes" : "no", w[k][2] <= lim ? "yes" : "no",
+		       rb[k][1] == c ? "yes" : "no");
+		printf("RESULT q1.%s clamp_reexpands=%s wnd=%u,%u,%u,%u,%u,%u\n", t,
+		       w[k][3] > 4 * (uint32_t)c ? "yes" : "no", w[k][0], w[k][1],
+		       w[k][2], w[k][3], w[k][4], w[k][5]);
+	}
+	printf("RESULT clamp_shrinks=%s\n", w[0][2] <= lim && w[1][2] <= lim ? "yes" : "no");
+	printf("RESULT clamp_reexpands=%s\n",
+	       w[0][3] > 4 * (uint32_t)c && w[1][3] > 4 * (uint32_t)c ? "yes" : "no");
 }
 
 /* q_queue_bound() - Q1b: does the clamp bound bytes queued at the receiver,
@@ -723,7 +776,9 @@ static void q_persist(void)
 	static const struct pcfg shapes[] = {
 		{ .name = "default" },
 		{ .name = "SO_RCVBUF=64KiB", .rcvbuf = 64 * KiB },
+		{ .name = "SO_RCVBUF=2MiB", .rcvbuf = 2 * MiB },
 	};
+	static const char *const tags[] = { "default", "rcvbuf64k", "rcvbuf2m" };
 	const long c = 100000;
 	size_t i;
 	int persists = 1;
@@ -754,7 +809,7 @@ static void q_persist(void)
 		printf("%-16s %8ld %8ld %9ld %12ld %9ld\n", shapes[i].name,
 		       v[0], v[1], v[2], v[3], v[4]);
 		printf("RESULT persist.%s set=%ld first_data=%ld bulk=%ld reset_bulk=%ld small=%ld\n",
-		       i ? "rcvbuf64k" : "default", v[0], v[1], v[2], v[3], v[4]);
+		       tags[i], v[0], v[1], v[2], v[3], v[4]);
 		if (v[0] != c || v[1] != c || v[2] != c || v[3] != c || v[4] != c)
 			persists = 0;
 	}
@@ -770,7 +825,6 @@ static void q_minimum(void)
 	static const long probe[] = { 1, 256, 1024, 2048, 4096 };
 	long sizes[10], mss, minc = 0;
 	struct pair p;
-	struct ti t;
 	size_t i, n = 0;
 
 	pair_open(&shape_default, &p);
@@ -784,8 +838,7 @@ static void q_minimum(void)
 			minc = clamp_get(p.rcv);
 	}
 	printf("set      0 -> %s\n", clamp_set(p.rcv, 0) ? "error (EINVAL expected)" : "accepted");
-	ti_get(p.rcv, &t);
-	mss = t.i.tcpi_rcv_mss > 536 ? t.i.tcpi_rcv_mss : t.i.tcpi_advmss;
+	mss = g_mss;
 	pair_close(&p);
 	printf("RESULT min_clamp=%ld\n", minc);
 
@@ -867,6 +920,119 @@ static void q_shapes(void)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* Q8: ferry-style forwarding loop                                      */
+
+/* struct fres - what a ferry-style forwarding run observed */
+struct fres {
+	double mbps;		/* MB/s delivered to the emulated guest */
+	int64_t max_gap_us;	/* longest time without any guest ack */
+	int stalls;		/* gaps longer than 100 ms */
+};
+
+/* ferry_loop() - emulate ferry forwarding host -> guest for @ms: the guest
+ * has a constant window @gwnd and acknowledges everything one loop iteration
+ * after it was sent (peeked); acked bytes are dropped with MSG_TRUNC; if
+ * @clamp is non-zero, TCP_WINDOW_CLAMP is set to it after every guest ack
+ */
+static void ferry_loop(const struct pcfg *pc, long gwnd, long clamp, int ms,
+		       struct fres *r)
+{
+	struct pollfd pfd;
+	int64_t t0, t, last;
+	long inflight = 0, bytes = 0;
+	struct pair p;
+
+	memset(r, 0, sizeof(*r));
+	pair_open(pc, &p);
+	pfd = (struct pollfd){ .fd = p.rcv, .events = POLLIN };
+	if (clamp && clamp_set(p.rcv, clamp))
+		die("setsockopt(TCP_WINDOW_CLAMP, %ld)", clamp);
+	t0 = last = now_us();
+	while ((t = now_us()) < t0 + ms * 1000L) {
+		long inq;
+
+		pump(p.snd, LONG_MAX);
+		if (inflight) {		/* guest acked what it got last round */
+			ssize_t n = recv(p.rcv, NULL, inflight, MSG_TRUNC | MSG_DONTWAIT);
+
+			if (n < 0)
+				die("recv(NULL, %ld, MSG_TRUNC)", inflight);
+			inflight -= n;
+			bytes += n;
+			if (t - last > 100000)
+				r->stalls++;
+			r->max_gap_us = MAX(r->max_gap_us, t - last);
+			last = t;
+			if (clamp && clamp_set(p.rcv, clamp))
+				die("setsockopt(TCP_WINDOW_CLAMP, %ld)", clamp);
+		}
+		inq = sock_q(p.rcv, SIOCINQ);
+		inq = MIN(MIN(inq, gwnd), (long)sizeof(big));
+		if (inq > inflight) {	/* "send" new data to the guest */
+			if (recv(p.rcv, big, inq, MSG_PEEK | MSG_DONTWAIT) != inq)
+				die("recv(MSG_PEEK, %ld)", inq);
+			inflight = inq;
+		} else {
+			poll(&pfd, 1, 1);
+		}
+	}
+	t = now_us();
+	if (t - last > 100000)
+		r->stalls++;
+	r->max_gap_us = MAX(r->max_gap_us, t - last);
+	r->mbps = bytes / (double)(t - t0);
+	pair_close(&p);
+}
+
+/* q_ferry_loop() - Q8: forwarding loop in every shape, with and without clamp */
+static void q_ferry_loop(void)
+{
+	static const struct pcfg shapes[] = {
+		{ .name = "default" },
+		{ .name = "tcp_rmem max 256KiB", .tcp_rmem = "4096 131072 262144" },
+		{ .name = "SO_RCVBUF 256KiB", .rcvbuf = 256 * KiB },
+		{ .name = "SO_RCVBUF 128KiB", .rcvbuf = 128 * KiB },
+	};
+	const long gw[] = { 64 * KiB, 1 * MiB }, floor = 4 * g_mss;
+	const char *rm = "/proc/sys/net/ipv4/tcp_rmem", *wm = "/proc/sys/net/ipv4/tcp_wmem";
+	char old_r[128], old_w[128];
+	size_t i, j, m;
+	int stall_none = 0, stall_floor = 0, stall_raw = 0;
+
+	printf("\n== Q8: ferry-style loop (PEEK, guest acks next round, MSG_TRUNC), 300 ms, floor=4*MSS=%ld ==\n", floor);
+	printf("%-22s %8s %-14s %10s %12s %7s\n", "shape", "guest wnd", "clamp", "MB/s",
+	       "max gap ms", "stalls");
+	if (sysctl_swap(wm, "4096 16384 16777216", old_w, sizeof(old_w)))
+		die("write net.ipv4.tcp_wmem in the private netns");
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		if (shapes[i].tcp_rmem && sysctl_swap(rm, shapes[i].tcp_rmem, old_r, sizeof(old_r)))
+			die("write net.ipv4.tcp_rmem in the private netns");
+		for (j = 0; j < sizeof(gw) / sizeof(gw[0]); j++) {
+			const long cl[] = { 0, gw[j], MAX(gw[j], floor) };
+			static const char *const cn[] = { "none", "guest wnd", "max(wnd,floor)" };
+
+			for (m = 0; m < 3; m++) {
+				struct fres r;
+
+				ferry_loop(&shapes[i], gw[j], cl[m], 300, &r);
+				printf("%-22s %8ld %-14s %10.1f %12.1f %7d\n", shapes[i].name,
+				       gw[j], cn[m], r.mbps, r.max_gap_us / 1000.0, r.stalls);
+				printf("RESULT loop shape=%zu gwnd=%ld clamp=%ld mbps=%.1f max_gap_ms=%.1f stalls=%d\n",
+				       i, gw[j], cl[m], r.mbps, r.max_gap_us / 1000.0, r.stalls);
+				*(m == 0 ? &stall_none : m == 1 ? &stall_raw : &stall_floor) += r.stalls;
+			}
+		}
+		if (shapes[i].tcp_rmem && write_file(rm, old_r))
+			die("restore net.ipv4.tcp_rmem");
+	}
+	if (write_file(wm, old_w))
+		die("restore net.ipv4.tcp_wmem");
+	printf("(stall: more than 100 ms without the guest receiving anything)\n");
+	printf("RESULT loop_stalls_noclamp=%d loop_stalls_clamp_guest_wnd=%d loop_stalls_clamp_floor=%d\n",
+	       stall_none, stall_raw, stall_floor);
+}
+
 /* probe_mss() - MSS the sender uses on this loopback */
 static long probe_mss(void)
 {
@@ -876,7 +1042,7 @@ static long probe_mss(void)
 	pair_open(&shape_default, &p);
 	ti_get(p.snd, &t);
 	pair_close(&p);
-	return t.i.tcpi_snd_mss;
+	return t.i.tcpi_advmss;
 }
 
 /* main() - parse options, isolate, run every question, set exit status */
@@ -884,15 +1050,17 @@ int main(int argc, char **argv)
 {
 	struct utsname u;
 	int opt, mtu = 0, noisolate = 0;
+	const char *only = "1234578";
 	time_t now = time(NULL);
 
-	while ((opt = getopt(argc, argv, "m:nv")) != -1) {
+	while ((opt = getopt(argc, argv, "m:nt:v")) != -1) {
 		switch (opt) {
 		case 'm': mtu = atoi(optarg); break;
+		case 't': only = optarg; break;
 		case 'n': noisolate = 1; break;
 		case 'v': verbose = 1; break;
 		default:
-			fprintf(stderr, "usage: %s [-m MTU] [-n] [-v]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-m MTU] [-n] [-t QUESTIONS] [-v]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -907,13 +1075,22 @@ int main(int argc, char **argv)
 	g_mss = probe_mss();
 	printf("sender MSS: %ld\nRESULT mss=%ld\n", g_mss, g_mss);
 
-	q_shrink_expand();
-	q_queue_bound();
-	q_persist();
-	q_minimum();
-	printf("\n== Q3/Q6: zero window, kernel default buffers ==");
-	q_zero(&shape_default, "shape_default");
-	q_shapes();
+	if (strchr(only, '1'))
+		q_shrink_expand();
+	if (strchr(only, '2'))
+		q_queue_bound();
+	if (strchr(only, '4'))
+		q_persist();
+	if (strchr(only, '5'))
+		q_minimum();
+	if (strchr(only, '3')) {
+		printf("\n== Q3/Q6: zero window, kernel default buffers ==");
+		q_zero(&shape_default, "shape_default");
+	}
+	if (strchr(only, '7'))
+		q_shapes();
+	if (strchr(only, '8'))
+		q_ferry_loop();
 
 	printf("\nRESULT trunc_reset_reopens=%s\n", all_reopen_ok ? "yes" : "no");
 	return all_reopen_ok ? 0 : 1;
