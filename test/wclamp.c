@@ -645,6 +645,7 @@ struct zcfg {
 	long clamp_at_zero;	/* clamp set while the window is zero, 0: none */
 	long clamp_after;	/* clamp re-set after consuming, 0: none */
 	int key;		/* the property ferry relies on */
+	int warm;		/* stream 200 ms first (autotuned buffers) */
 };
 
 /* struct zres - what a zero-window scenario observed */
@@ -671,6 +672,8 @@ static void zero_run(const struct pcfg *pc, const struct zcfg *z, struct zres *r
 	pair_open(pc, &p);
 	if (z->clamp_before && clamp_set(p.rcv, z->clamp_before))
 		die("setsockopt(TCP_WINDOW_CLAMP, %ld)", z->clamp_before);
+	if (z->warm)
+		stream(&p, 200, 0, z->how, z->clamp_before, &s);
 	r->queued = fill_zero(&p);
 	r->rcvbuf = sockopt_get(p.rcv, SOL_SOCKET, SO_RCVBUF);
 	if (z->clamp_at_zero && clamp_set(p.rcv, z->clamp_at_zero))
@@ -698,16 +701,19 @@ static void zero_run(const struct pcfg *pc, const struct zcfg *z, struct zres *r
 static size_t zero_scenarios(long c, struct zcfg *z)
 {
 	const struct zcfg list[] = {
-		{ "plain recv, no clamp (control)", HOW_PLAIN, 0, 0, 0, 0 },
-		{ "plain recv, clamp c",            HOW_PLAIN, c, 0, 0, 0 },
-		{ "TRUNC, no clamp",                HOW_TRUNC, 0, 0, 0, 0 },
-		{ "TRUNC, clamp c",                 HOW_TRUNC, c, 0, 0, 0 },
-		{ "TRUNC, clamp c, re-set c after", HOW_TRUNC, c, 0, c, 1 },
-		{ "TRUNC, no clamp, set c after",   HOW_TRUNC, 0, 0, c, 0 },
-		{ "clamp c, re-set c at zero",      HOW_TRUNC, c, c, 0, 0 },
-		{ "no clamp, set c at zero",        HOW_TRUNC, 0, c, 0, 0 },
-		{ "clamp c, set c/2 at zero",       HOW_TRUNC, c, c / 2, 0, 0 },
-		{ "clamp c, set 4c at zero",        HOW_TRUNC, c, 4 * c, 0, 0 },
+		{ "plain recv, no clamp (control)", HOW_PLAIN, 0, 0, 0, 0, 0 },
+		{ "plain recv, clamp c",            HOW_PLAIN, c, 0, 0, 0, 0 },
+		{ "TRUNC, no clamp",                HOW_TRUNC, 0, 0, 0, 0, 0 },
+		{ "TRUNC, clamp c",                 HOW_TRUNC, c, 0, 0, 0, 0 },
+		{ "TRUNC, clamp c, re-set c after", HOW_TRUNC, c, 0, c, 1, 0 },
+		{ "TRUNC, no clamp, set c after",   HOW_TRUNC, 0, 0, c, 0, 0 },
+		{ "clamp c, re-set c at zero",      HOW_TRUNC, c, c, 0, 0, 0 },
+		{ "no clamp, set c at zero",        HOW_TRUNC, 0, c, 0, 0, 0 },
+		{ "clamp c, set c/2 at zero",       HOW_TRUNC, c, c / 2, 0, 0, 0 },
+		{ "clamp c, set 4c at zero",        HOW_TRUNC, c, 4 * c, 0, 0, 0 },
+		{ "warm: TRUNC, no clamp",          HOW_TRUNC, 0, 0, 0, 0, 1 },
+		{ "warm: TRUNC, clamp c",           HOW_TRUNC, c, 0, 0, 0, 1 },
+		{ "warm: TRUNC, clamp c, re-set c", HOW_TRUNC, c, 0, c, 1, 1 },
 	};
 
 	memcpy(z, list, sizeof(list));
@@ -819,6 +825,31 @@ static void q_persist(void)
 /* ------------------------------------------------------------------ */
 /* Q5: minimum clamp, throughput at small clamps                        */
 
+/* cmp_long() - qsort() comparison for longs */
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* tput_run() - stream 250 ms with clamp @c (0: none) re-set after every
+ * read; if @warm, first stream 200 ms unclamped so autotuning settles
+ */
+static void tput_run(long c, int warm, struct sstat *s)
+{
+	struct sstat w = { 0 };
+	struct pair p;
+
+	pair_open(&shape_default, &p);
+	if (warm)
+		stream(&p, 200, 0, HOW_TRUNC, 0, &w);
+	if (c && clamp_set(p.rcv, c))
+		die("setsockopt(TCP_WINDOW_CLAMP, %ld)", c);
+	stream(&p, 250, 2L * w.wmax + 1 * MiB, HOW_TRUNC, c, s);
+	pair_close(&p);
+}
+
 /* q_minimum() - Q5: smallest accepted clamp and throughput vs clamp size */
 static void q_minimum(void)
 {
@@ -843,29 +874,29 @@ static void q_minimum(void)
 	printf("RESULT min_clamp=%ld\n", minc);
 
 	sizes[n++] = minc;
-	sizes[n++] = 4096;
-	if (mss > 8192)
-		sizes[n++] = 16384;
 	sizes[n++] = mss / 2;
 	sizes[n++] = mss;
 	sizes[n++] = 2 * mss;
 	sizes[n++] = 4 * mss;
+	sizes[n++] = 64 * KiB;
 	sizes[n++] = 256 * KiB;
+	qsort(sizes, n, sizeof(sizes[0]), cmp_long);
 	sizes[n++] = 0;
-	printf("\nthroughput vs clamp (set after connect, 300 ms, PEEK+TRUNC consumer), mss=%ld\n", mss);
-	printf("%10s %10s %12s %12s %12s\n", "clamp", "MB/s", "avg seg B", "max snd_wnd", "max gap ms");
+	printf("\nthroughput vs clamp, PEEK+TRUNC consumer, clamp re-set after every read, mss=%ld\n"
+	       "cold: clamp set right after connect; warm: set after 200 ms unclamped streaming\n", mss);
+	printf("%10s | %9s %11s %9s | %9s %11s %9s %9s\n", "clamp", "cold MB/s", "max wnd",
+	       "gap ms", "warm MB/s", "max wnd", "gap ms", "avg seg");
 	for (i = 0; i < n; i++) {
-		struct sstat s;
+		struct sstat c, w;
 
-		pair_open(&shape_default, &p);
-		if (sizes[i] && clamp_set(p.rcv, sizes[i]))
-			die("setsockopt(TCP_WINDOW_CLAMP, %ld)", sizes[i]);
-		stream(&p, 300, 1 * MiB, HOW_TRUNC, sizes[i], &s);
-		pair_close(&p);
-		printf("%10ld %10.1f %12.0f %12u %12.1f\n", sizes[i], s.mbps,
-		       s.avg_seg, s.wmax, s.max_gap_us / 1000.0);
-		printf("RESULT tput clamp=%ld mbps=%.1f avg_seg=%.0f wnd=%u max_gap_ms=%.1f\n",
-		       sizes[i], s.mbps, s.avg_seg, s.wmax, s.max_gap_us / 1000.0);
+		tput_run(sizes[i], 0, &c);
+		tput_run(sizes[i], 1, &w);
+		printf("%10ld | %9.1f %11u %9.1f | %9.1f %11u %9.1f %9.0f\n", sizes[i],
+		       c.mbps, c.wmax, c.max_gap_us / 1000.0, w.mbps, w.wmax,
+		       w.max_gap_us / 1000.0, w.avg_seg);
+		printf("RESULT tput clamp=%ld cold_mbps=%.1f cold_wnd=%u cold_gap_ms=%.1f warm_mbps=%.1f warm_wnd=%u warm_gap_ms=%.1f\n",
+		       sizes[i], c.mbps, c.wmax, c.max_gap_us / 1000.0, w.mbps, w.wmax,
+		       w.max_gap_us / 1000.0);
 	}
 }
 
