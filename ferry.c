@@ -131,6 +131,8 @@ int main(int argc, char **argv)
 	daemonize(c);
 
 	loop(c);
+	if (mode == MODE_VM)
+		vm_stop(c);
 	stats_log(c);
 	return c->exit_code;
 }

@@ -57,6 +57,7 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
 	c->link.tx.used = 0;
 	c->link.rx.n = 0;
 	c->link.rx.fill = 0;
+	c->link.rx.consumed = 0;
 }
 
 void tap_detach(struct ctx *c)
@@ -66,6 +67,8 @@ void tap_detach(struct ctx *c)
 	c->link.tx.n = 0;
 	c->link.tx.used = 0;
 	c->link.rx.fill = 0;
+	c->link.rx.consumed = 0;
+	c->link.rx.n = 0;
 	c->guest_mac_known = false;
 }
 

@@ -40,6 +40,7 @@ struct tx_batch {
 struct rx_batch {
 	uint8_t *buf;			/* RX_BUF_SIZE bytes */
 	size_t fill;			/* stream backends: bytes buffered */
+	size_t consumed;		/* stream: bytes of whole frames */
 	unsigned int n;
 	struct { uint32_t off, len; } f[RX_FRAMES_MAX]; /* frame, no prefix */
 };
@@ -111,5 +112,6 @@ bool tap_send_ip6(struct ctx *c, const struct in6_addr *src,
 
 /* Backends */
 extern const struct link_ops link_tapdev_ops;	/* tap_dev.c */
+extern const struct link_ops link_stream_ops;	/* tap_stream.c */
 
 #endif /* FERRY_TAP_H */

@@ -1,21 +1,158 @@
-/* vm.c - placeholder until VM mode (qemu stream socket) lands. */
+/* vm.c - VM mode: serve one qemu at a time on a UNIX stream socket.
+ *
+ * ferry listens on -s PATH (default: the first free /tmp/ferry_N.socket,
+ * printed at start-up), or adopts an inherited connected socket with -F.
+ * One client is served at a time: a second connection while one is
+ * active is refused (closed at once). When the client goes away, ferry
+ * waits for the next one, or exits with --one-off (libvirt's usage).
+ * Frames move through the stream backend (tap_stream.c); every frame
+ * decision is the shared link code's, exactly as in namespace mode.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
 #include "ferry.h"
 #include "log.h"
+#include "util.h"
 #include "vm.h"
+
+#define SOCKET_TRIES	64
+
+/* bind_path() - bind and listen on path; returns fd or -errno. */
+static int bind_path(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd, rc;
+
+	if (!str_copy(a.sun_path, path, sizeof(a.sun_path)))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 1)) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* stale_socket() - is path a socket nobody listens on any more? */
+static bool stale_socket(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	bool stale;
+	int fd;
+
+	if (stat(path, &st) || !S_ISSOCK(st.st_mode))
+		return false;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	str_copy(a.sun_path, path, sizeof(a.sun_path));
+	stale = connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+		errno == ECONNREFUSED;
+	close(fd);
+	return stale;
+}
+
+static int listen_socket(struct conf *f)
+{
+	char path[sizeof(f->socket_path)];
+	int i, fd;
+
+	if (f->socket_path[0]) {
+		if (stale_socket(f->socket_path))
+			unlink(f->socket_path);
+		fd = bind_path(f->socket_path);
+		if (fd < 0)
+			die("--socket: cannot listen on %s: %s", f->socket_path,
+			    strerror(-fd));
+		return fd;
+	}
+	for (i = 1; i <= SOCKET_TRIES; i++) {
+		snprintf(path, sizeof(path), "/tmp/ferry_%d.socket", i);
+		if (stale_socket(path))
+			unlink(path);
+		fd = bind_path(path);
+		if (fd >= 0) {
+			str_copy(f->socket_path, path, sizeof(f->socket_path));
+			return fd;
+		}
+	}
+	die("cannot find a free socket path /tmp/ferry_N.socket; use --socket");
+}
+
+/* attach_client() - start serving a connected stream socket. */
+static void attach_client(struct ctx *c, int fd)
+{
+	union eref ref = { .type = EREF_LINK };
+
+	if (fd_set_nonblock(fd) ||
+	    ep_add(c, fd, EPOLLIN | EPOLLRDHUP, ref))
+		die("cannot use the guest socket: %s", strerror(errno));
+	tap_attach(c, &link_stream_ops, fd);
+	info("guest connected");
+}
 
 void vm_start(struct ctx *c)
 {
-	(void)c;
-	die("ferry vm: VM mode is not implemented yet");
+	union eref ref = { .type = EREF_LINK_LISTEN };
+
+	if (c->conf.vhost_user)
+		die("--vhost-user: not supported yet");
+	if (c->conf.fd >= 0) {
+		attach_client(c, c->conf.fd);
+		c->conf.one_off = true;		/* nothing to wait for after */
+		return;
+	}
+	c->link.listen_fd = listen_socket(&c->conf);
+	if (ep_add(c, c->link.listen_fd, EPOLLIN, ref))
+		die("epoll: %s", strerror(errno));
+	info("UNIX domain socket bound at %s", c->conf.socket_path);
+	info("qemu: -netdev stream,id=n0,server=off,addr.type=unix,"
+	     "addr.path=%s -device virtio-net-pci,netdev=n0",
+	     c->conf.socket_path);
 }
 
 void vm_listen_handler(struct ctx *c, uint32_t events)
 {
-	(void)c;
+	int fd;
+
 	(void)events;
+	while ((fd = accept4(c->link.listen_fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (c->link.up) {
+			info("refusing a second guest connection");
+			close(fd);
+			continue;
+		}
+		attach_client(c, fd);
+	}
 }
 
 void vm_link_closed(struct ctx *c)
 {
-	c->quit = true;
+	if (c->link.fd >= 0) {
+		ep_del(c, c->link.fd);
+		close(c->link.fd);
+	}
+	tap_detach(c);
+	info("guest disconnected");
+	if (c->conf.one_off || c->link.listen_fd < 0) {
+		c->quit = true;
+		c->exit_code = 0;
+	}
+}
+
+void vm_stop(struct ctx *c)
+{
+	if (c->link.listen_fd >= 0 && c->conf.socket_path[0])
+		unlink(c->conf.socket_path);
 }
