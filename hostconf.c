@@ -1,7 +1,255 @@
-/* hostconf.c - placeholder: host-derived configuration (conf_derive). */
+/* hostconf.c - host-derived configuration: conf_derive().
+ *
+ * Theory of operation: after the command line is parsed, whatever it left
+ * unset is taken from the host, per address family, over rtnetlink in
+ * ferry's own (host) network namespace:
+ *
+ *   template interface  -i, else the interface of the first default route
+ *   guest address       -a, else the template's first global address
+ *   prefix length       -n, else the template address's prefix (IPv4:
+ *                       the classful length if -a is outside it; IPv6: 64)
+ *   gateway             -g, else the host's own default gateway (no NAT:
+ *                       the guest sees the host's addresses and router)
+ *
+ * The IPv6 router the guest uses is always a link-local address: the
+ * host's gateway when it is link-local (as usual with router
+ * advertisements), else ferry's own fe80::1. Router advertisements must
+ * come from a link-local address (RFC 4861, 6.1.2), so a link-local router
+ * keeps static configuration (--config-net) and NDP in agreement.
+ *
+ * With no default route (or no address) for a family, ferry falls back to
+ * "local mode": IPv4 169.254.2.1/16 with gateway 169.254.2.2, IPv6 link-
+ * local only with router fe80::1. It says so on stderr.
+ *
+ * The link MTU is not copied from the host: the guest default stays the
+ * parser's (65520). Nameservers and the search list come from
+ * /etc/resolv.conf unless given; loopback nameservers are recorded as they
+ * are (the DNS forwarding code decides how to reach them).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+
 #include "conf.h"
+#include "log.h"
+#include "netlink.h"
+#include "util.h"
+
+#define RESOLV_CONF	"/etc/resolv.conf"
+
+/* classful_prefix() - RFC 4632 era default for an IPv4 address without a
+ * matching host prefix: A /8, B /16, C and above /24. */
+static int classful_prefix(struct in_addr a)
+{
+	uint32_t h = ntohl(a.s_addr);
+
+	if (!(h & 0x80000000u))
+		return 8;
+	if ((h & 0xc0000000u) == 0x80000000u)
+		return 16;
+	return 24;
+}
+
+/* same_net4() - a and b share the first len bits. */
+static bool same_net4(struct in_addr a, struct in_addr b, int len)
+{
+	uint32_t mask = len ? htonl(~0u << (32 - len)) : 0;
+
+	return !((a.s_addr ^ b.s_addr) & mask);
+}
+
+/* template_if() - pick the template interface for family: the one named
+ * in name (-i; filled in when empty), else the default route's. Sets
+ * *ifindex and gw (zero for none). Returns 0, or -ENOENT when no
+ * default route exists (and no interface was named). */
+static int template_if(int nl, int family, char name[IFNAMSIZ],
+		       unsigned int *ifindex, void *gw)
+{
+	size_t alen = family == AF_INET ? 4 : 16;
+	int rc;
+
+	memset(gw, 0, alen);
+	if (name[0]) {
+		*ifindex = if_nametoindex(name);
+		if (!*ifindex)
+			die("interface %s: %s", name, strerror(errno));
+		rc = nl_default_route(nl, family, *ifindex, ifindex, gw);
+		if (rc && rc != -ENOENT)
+			die("cannot read routes: %s", strerror(-rc));
+		return 0;
+	}
+	rc = nl_default_route(nl, family, 0, ifindex, gw);
+	if (rc == -ENOENT)
+		return rc;
+	if (rc)
+		die("cannot read routes: %s", strerror(-rc));
+	rc = nl_link_get(nl, *ifindex, name, NULL, NULL);
+	if (rc)
+		die("cannot read link %u: %s", *ifindex, strerror(-rc));
+	return 0;
+}
+
+/* derive_ip4() - IPv4 guest defaults (see top). */
+static void derive_ip4(struct conf *c, int nl)
+{
+	struct conf_ip4 *ip = &c->ip4;
+	char a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
+	struct in_addr gw, host;
+	int plen = 0;
+
+	if (!template_if(nl, AF_INET, c->ifname4, &c->ifindex4, &gw) &&
+	    !nl_addr_get(nl, AF_INET, c->ifindex4, &host, &plen)) {
+		ip->host_addr = host;
+		if (in4_is_unspec(&ip->addr))
+			ip->addr = host;
+		if (!ip->prefix_len)
+			ip->prefix_len = same_net4(ip->addr, host, plen) ?
+					 plen : classful_prefix(ip->addr);
+		if (in4_is_unspec(&ip->gw))
+			ip->gw = gw;
+		inet_ntop(AF_INET, &ip->addr, a, sizeof(a));
+		inet_ntop(AF_INET, &ip->gw, g, sizeof(g));
+		info("IPv4: template interface %s, address %s/%d, gateway %s",
+		     c->ifname4, a, ip->prefix_len, g);
+		return;
+	}
+	c->local_mode = true;
+	if (in4_is_unspec(&ip->addr))
+		inet_pton(AF_INET, "169.254.2.1", &ip->addr);
+	if (!ip->prefix_len)
+		ip->prefix_len = 16;
+	if (in4_is_unspec(&ip->gw))
+		inet_pton(AF_INET, "169.254.2.2", &ip->gw);
+	inet_ntop(AF_INET, &ip->addr, a, sizeof(a));
+	inet_ntop(AF_INET, &ip->gw, g, sizeof(g));
+	warn("IPv4: no default route or address on the host: local mode, "
+	     "address %s/%d, gateway %s", a, ip->prefix_len, g);
+}
+
+/* derive_ip6() - IPv6 guest defaults (see top). */
+static void derive_ip6(struct conf *c, int nl)
+{
+	struct conf_ip6 *ip = &c->ip6;
+	char a[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN];
+	struct in6_addr gw, host;
+	int plen = 0;
+	bool ok;
+
+	ok = !template_if(nl, AF_INET6, c->ifname6, &c->ifindex6, &gw) &&
+	     !nl_addr_get(nl, AF_INET6, c->ifindex6, &host, &plen);
+	if (in6_is_unspec(&ip->gw)) {
+		if (ok && IN6_IS_ADDR_LINKLOCAL(&gw))
+			ip->gw = gw;
+		else
+			inet_pton(AF_INET6, "fe80::1", &ip->gw);
+	}
+	if (!ok) {
+		c->local_mode = true;
+		if (!ip->prefix_len)
+			ip->prefix_len = 64;
+		inet_ntop(AF_INET6, &ip->gw, g, sizeof(g));
+		warn("IPv6: no default route or global address on the host: "
+		     "local mode, link-local only, router %s", g);
+		return;
+	}
+	ip->host_addr = host;
+	if (in6_is_unspec(&ip->addr))
+		ip->addr = host;
+	if (!ip->prefix_len)
+		ip->prefix_len = in6_eq(&ip->addr, &host) ? plen : 64;
+	inet_ntop(AF_INET6, &ip->addr, a, sizeof(a));
+	inet_ntop(AF_INET6, &ip->gw, g, sizeof(g));
+	info("IPv6: template interface %s, address %s/%d, router %s",
+	     c->ifname6, a, ip->prefix_len, g);
+}
+
+/* resolv_nameserver() - record one "nameserver" value (either family,
+ * loopback included), up to CONF_MAX_DNS per family. */
+static void resolv_nameserver(struct conf *c, const char *s)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	char buf[INET6_ADDRSTRLEN + 16];
+	char *pct;
+
+	str_copy(buf, s, sizeof(buf));
+	if ((pct = strchr(buf, '%')))		/* fe80::1%eth0: scope id */
+		*pct = '\0';
+	if (inet_pton(AF_INET, buf, &a4) == 1) {
+		if (c->ip4.dns_count < CONF_MAX_DNS)
+			c->ip4.dns[c->ip4.dns_count++] = a4;
+	} else if (inet_pton(AF_INET6, buf, &a6) == 1) {
+		if (c->ip6.dns_count < CONF_MAX_DNS)
+			c->ip6.dns[c->ip6.dns_count++] = a6;
+	}
+}
+
+/* resolv_search() - replace the search list with the words after
+ * "search" (the last search/domain line wins, as for the resolver). */
+static void resolv_search(struct conf *c, char *rest)
+{
+	char *save = NULL, *w;
+
+	c->search_count = 0;
+	for (w = strtok_r(rest, " \t", &save); w;
+	     w = strtok_r(NULL, " \t", &save)) {
+		if (c->search_count == CONF_MAX_SEARCH)
+			break;
+		if (str_copy(c->search[c->search_count], w, CONF_NAME_MAX))
+			c->search_count++;
+	}
+}
+
+/* derive_resolv() - nameservers and search list from path, for what the
+ * command line did not give. */
+static void derive_resolv(struct conf *c, const char *path)
+{
+	bool want_dns = !c->ip4.dns_count && !c->ip6.dns_count;
+	bool want_search = !c->search_count;
+	char line[1024];
+	FILE *f;
+
+	if ((!want_dns && !want_search) || !(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *save = NULL, *key, *val;
+
+		line[strcspn(line, "#;\r\n")] = '\0';
+		key = strtok_r(line, " \t", &save);
+		if (!key)
+			continue;
+		if (want_dns && !strcmp(key, "nameserver")) {
+			if ((val = strtok_r(NULL, " \t", &save)))
+				resolv_nameserver(c, val);
+		} else if (want_search && (!strcmp(key, "search") ||
+					   !strcmp(key, "domain"))) {
+			resolv_search(c, save ? save : key + strlen(key));
+		}
+	}
+	fclose(f);
+	debug("resolv.conf: %d IPv4 and %d IPv6 nameservers, %d search "
+	      "domains", c->ip4.dns_count, c->ip6.dns_count, c->search_count);
+}
 
 void conf_derive(struct conf *c)
 {
-	(void)c;
+	int nl = nl_open();
+
+	if (nl < 0)
+		die("cannot open a netlink socket: %s", strerror(-nl));
+	if (c->ip4.enabled)
+		derive_ip4(c, nl);
+	if (c->ip6.enabled)
+		derive_ip6(c, nl);
+	close(nl);
+	derive_resolv(c, RESOLV_CONF);
+	if (c->mode == MODE_NS && !c->ns_ifname[0]) {
+		const char *n = c->ifname4[0] ? c->ifname4 :
+				c->ifname6[0] ? c->ifname6 : "tap0";
+
+		str_copy(c->ns_ifname, n, sizeof(c->ns_ifname));
+	}
 }

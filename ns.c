@@ -1,16 +1,578 @@
-/* ns.c - placeholder until namespace mode lands. */
+/* ns.c - namespace mode: the guest's namespaces, its tap device, the
+ * command, and when to quit.
+ *
+ * Theory of operation
+ *
+ * ferry itself always stays in the host's network namespace, where its
+ * sockets must live. The guest is a user + network namespace that ferry
+ * either creates (-- CMD, or the user's shell) or joins (PID, --netns):
+ *
+ * Create: fork a child that sets PR_SET_PDEATHSIG (it must not outlive
+ *   ferry), unshare()s CLONE_NEWUSER | CLONE_NEWNET, maps the caller's
+ *   uid/gid to root inside (setgroups denied, as "unshare -r" does),
+ *   reports readiness on a pipe and then blocks on a second pipe until
+ *   the tap exists and is configured; then it execs the command. Its
+ *   pidfd is the EREF_CHILD event: ns_child_handler() reaps it and ferry
+ *   exits with its status (128 + signal if it was killed).
+ *
+ * Join: the target is /proc/PID/ns/{net,user}, or --netns PATH (a bare
+ *   name means /run/netns/NAME) with --userns PATH; --netns-only, or a
+ *   path without --userns, joins no user namespace. Unless
+ *   --no-netns-quit, ferry quits when the namespace goes away: for a PID
+ *   (or a /proc/PID/... path) when that process exits, watched with a
+ *   pidfd; for any other path when the path is deleted from its
+ *   directory (as "ip netns del" does), watched with inotify on the
+ *   directory. Both are the EREF_CHILD event.
+ *
+ * The tap device and a NETLINK_ROUTE socket are opened *inside* the
+ * guest's namespace by a short-lived helper task: clone() with CLONE_VM |
+ * CLONE_FILES | CLONE_VFORK (not CLONE_THREAD, not CLONE_FS, which setns
+ * into a user namespace forbids). The helper setns()es into the guest's
+ * user namespace first (giving it CAP_SYS_ADMIN there, which entering the
+ * network namespace needs), then into the network namespace, opens
+ * /dev/net/tun (IFF_TAP | IFF_NO_PI) and the netlink socket, and exits.
+ * Through CLONE_FILES both fds are ferry's; both stay bound to the guest
+ * namespace. ferry then configures the guest over that netlink socket:
+ *
+ *   always          lo up (as pasta: binding loopback needs it); the
+ *                   tap's MAC (--ns-mac-addr if given) is read back and
+ *                   becomes the guest MAC, so frames to the guest are
+ *                   unicast before it has spoken
+ *   --config-net    tap MTU, up, addresses, default routes (pasta's
+ *                   documented behaviour: without it the tap is left
+ *                   down for the user or a DHCP/NDP client to set up)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
 #include "ferry.h"
 #include "log.h"
+#include "netlink.h"
 #include "ns.h"
+#include "util.h"
+
+#define HELPER_STACK	(256 << 10)
+#define LO_IFINDEX	1		/* loopback is 1 in every namespace */
+
+/* What the helper task needs and reports (shared memory: CLONE_VM). */
+struct ns_helper {
+	int userns_fd;			/* -1: stay in ferry's user ns */
+	int netns_fd;
+	const char *ifname;
+	int tap_fd, nl_fd;		/* results, -1 on failure */
+	unsigned int ifindex;
+	char name[IFNAMSIZ];		/* as created */
+	const char *failed;		/* step that failed, errno in err */
+	int err;
+};
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* helper_fail() - record which step failed (errno) for the parent. */
+static int helper_fail(struct ns_helper *h, const char *what)
+{
+	h->failed = what;
+	h->err = errno;
+	return 1;
+}
+
+/* ns_helper_fn() - the helper task: enter the guest namespaces, open the
+ * tap device and a netlink socket there (see top). System calls only. */
+static int ns_helper_fn(void *arg)
+{
+	struct ns_helper *h = arg;
+	char path[sizeof("/proc/sys/net/ipv6/conf//accept_dad") + IFNAMSIZ];
+	struct ifreq ifr;
+	int fd, dad;
+
+	if (h->userns_fd >= 0 && setns(h->userns_fd, CLONE_NEWUSER))
+		return helper_fail(h, "entering the user namespace");
+	if (setns(h->netns_fd, CLONE_NEWNET))
+		return helper_fail(h, "entering the network namespace");
+	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return helper_fail(h, "opening /dev/net/tun");
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	str_copy(ifr.ifr_name, h->ifname, IFNAMSIZ);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		helper_fail(h, "creating the tap device");
+		close(fd);
+		return 1;
+	}
+	str_copy(h->name, ifr.ifr_name, IFNAMSIZ);
+	h->ifindex = if_nametoindex(h->name);
+	if (!h->ifindex) {
+		helper_fail(h, "finding the tap device");
+		close(fd);
+		return 1;
+	}
+	/* The guest's link-local address needs no duplicate detection:
+	 * ferry is the only other node on the link. Best effort. */
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/accept_dad",
+		 h->name);
+	if ((dad = open(path, O_WRONLY | O_CLOEXEC)) >= 0) {
+		if (write(dad, "0", 1) < 0)
+			h->err = 0;
+		close(dad);
+	}
+	h->nl_fd = nl_open();
+	if (h->nl_fd < 0) {
+		errno = -h->nl_fd;
+		helper_fail(h, "opening netlink in the namespace");
+		close(fd);
+		return 1;
+	}
+	h->tap_fd = fd;
+	return 0;
+}
+
+/* ns_helper_run() - run the helper task to completion; dies on failure. */
+static void ns_helper_run(struct ns_helper *h)
+{
+	uint8_t *stack;
+	pid_t pid;
+	int st;
+
+	h->tap_fd = h->nl_fd = -1;
+	stack = mmap(NULL, HELPER_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		die("cannot allocate the helper stack");
+	pid = clone(ns_helper_fn, stack + HELPER_STACK,
+		    CLONE_VM | CLONE_FILES | CLONE_VFORK | SIGCHLD, h);
+	if (pid < 0)
+		die("clone: %s", strerror(errno));
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	munmap(stack, HELPER_STACK);
+	if (h->failed)
+		die("namespace helper: %s: %s", h->failed, strerror(h->err));
+	if (h->tap_fd < 0)
+		die("namespace helper failed (status %d)", st);
+}
+
+/* same_ns() - fd refers to the namespace of ours at /proc/self/ns/name. */
+static bool same_ns(int fd, const char *name)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* open_ns() - open a namespace file; dies with a clear message. */
+static int open_ns(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		die("cannot open namespace %s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* proc_path_pid() - the PID in a "/proc/PID/..." path, 0 otherwise. */
+static pid_t proc_path_pid(const char *path)
+{
+	char *end;
+	long v;
+
+	if (strncmp(path, "/proc/", 6))
+		return 0;
+	v = strtol(path + 6, &end, 10);
+	return v > 0 && v < INT32_MAX && *end == '/' ? (pid_t)v : 0;
+}
+
+/* write_file() - write a short string to a /proc file; 0 or -errno. */
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = write_all(fd, s, strlen(s));
+	close(fd);
+	return rc;
+}
+
+/* child_map_ids() - map uid/gid (as seen outside) to root in the new user
+ * namespace, groups denied: like "unshare -r". Returns 0 or -errno. */
+static int child_map_ids(uid_t uid, gid_t gid)
+{
+	char buf[64];
+	int rc;
+
+	rc = write_file("/proc/self/setgroups", "deny");
+	if (rc && rc != -ENOENT)
+		return rc;
+	snprintf(buf, sizeof(buf), "0 %u 1", (unsigned int)uid);
+	if ((rc = write_file("/proc/self/uid_map", buf)))
+		return rc;
+	snprintf(buf, sizeof(buf), "0 %u 1", (unsigned int)gid);
+	return write_file("/proc/self/gid_map", buf);
+}
+
+/* child_take_tty() - interactive use: run the command in its own process
+ * group in the terminal's foreground, so ^C reaches the command and not
+ * ferry (which then reports the command's status). */
+static void child_take_tty(void)
+{
+	sigset_t set;
+
+	if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp())
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &set, NULL);	/* we are background now */
+	if (!setpgid(0, 0))
+		tcsetpgrp(STDIN_FILENO, getpid());
+}
+
+/* child_exec() - restore what ferry changed for itself (blocked signals,
+ * ignored SIGPIPE) and exec the command or the user's shell. */
+static void __attribute__((noreturn)) child_exec(char **cmd)
+{
+	const char *shell = getenv("SHELL");
+	char *dflt[2] = { (char *)(shell && *shell ? shell : "/bin/sh"), NULL };
+	sigset_t none;
+
+	if (!cmd || !cmd[0])
+		cmd = dflt;
+	child_take_tty();
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execvp(cmd[0], cmd);
+	fprintf(stderr, "ferry: cannot run %s: %s\n", cmd[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+/* child_run() - the forked child (see top): new namespaces, report on
+ * ready_w, wait for go_r, exec. Never returns. */
+static void __attribute__((noreturn)) child_run(char **cmd, pid_t parent,
+						int ready_w, int go_r)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int rc = 0;
+	char b;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNET))
+		rc = -errno;
+	else
+		rc = child_map_ids(uid, gid);
+	/* New credentials: make sure the death signal still holds. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	if (write_all(ready_w, &rc, sizeof(rc)) || rc)
+		_exit(1);
+	close(ready_w);
+	if (read(go_r, &b, 1) != 1)	/* EOF: ferry gave up */
+		_exit(1);
+	close(go_r);
+	child_exec(cmd);
+}
+
+/* ns_spawn() - fork the command's child and wait until its namespaces
+ * exist; returns the write end of the "go" pipe and opens the child's
+ * namespace files into *userns, *netns. */
+static int ns_spawn(struct ctx *c, int *userns, int *netns)
+{
+	int ready[2], go[2], rc = 0;
+	pid_t parent = getpid(), pid;
+	char path[64];
+	ssize_t n;
+
+	if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
+		die("pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (!pid) {
+		close(ready[0]);
+		close(go[1]);
+		child_run(c->conf.cmd, parent, ready[1], go[0]);
+	}
+	close(ready[1]);
+	close(go[0]);
+	c->child_pid = pid;
+	c->child_pidfd = pidfd_open_(pid);
+	if (c->child_pidfd < 0)
+		die("pidfd_open: %s", strerror(errno));
+	do
+		n = read(ready[0], &rc, sizeof(rc));
+	while (n < 0 && errno == EINTR);
+	close(ready[0]);
+	if (n != sizeof(rc) || rc)
+		die("cannot create the namespace: %s",
+		    n == sizeof(rc) ? strerror(-rc) : "child failed");
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	*userns = open_ns(path);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	*netns = open_ns(path);
+	return go[1];
+}
+
+/* ns_join() - open the namespaces of an existing target (see top). */
+static void ns_join(struct ctx *c, int *userns, int *netns)
+{
+	struct conf *f = &c->conf;
+	char path[PATH_MAX + 16];
+
+	*userns = -1;
+	if (f->ns_pid) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)f->ns_pid);
+		*netns = open_ns(path);
+		if (f->userns_path[0]) {
+			*userns = open_ns(f->userns_path);
+		} else if (!f->netns_only) {
+			snprintf(path, sizeof(path), "/proc/%d/ns/user",
+				 (int)f->ns_pid);
+			*userns = open_ns(path);
+		}
+	} else {
+		if (!strchr(f->netns_path, '/'))
+			snprintf(path, sizeof(path), "/run/netns/%s",
+				 f->netns_path);
+		else
+			str_copy(path, f->netns_path, sizeof(path));
+		*netns = open_ns(path);
+		if (f->userns_path[0] && !f->netns_only)
+			*userns = open_ns(f->userns_path);
+	}
+	/* setns() refuses to re-enter our own user namespace: not needed. */
+	if (*userns >= 0 && same_ns(*userns, "user")) {
+		close(*userns);
+		*userns = -1;
+	}
+}
+
+/* nl_check() - die on a failed configuration step; an address or route
+ * that already exists (joined namespace) is only a warning. */
+static void nl_check(int rc, const char *what, const char *ifname)
+{
+	if (rc == -EEXIST)
+		warn("%s on %s: already there", what, ifname);
+	else if (rc)
+		die("%s on %s: %s", what, ifname, strerror(-rc));
+}
+
+/* ns_config_ip() - guest addresses and default routes (--config-net). */
+static void ns_config_ip(const struct conf *f, int nl, unsigned int ifindex,
+			 const char *ifname)
+{
+	if (f->ip4.enabled) {
+		if (!in4_is_unspec(&f->ip4.addr))
+			nl_check(nl_addr_add(nl, AF_INET, ifindex, &f->ip4.addr,
+					     f->ip4.prefix_len),
+				 "adding the IPv4 address", ifname);
+		if (!in4_is_unspec(&f->ip4.gw))
+			nl_check(nl_route_add_default(nl, AF_INET, ifindex,
+						      &f->ip4.gw),
+				 "adding the IPv4 default route", ifname);
+	}
+	if (f->ip6.enabled) {
+		if (!in6_is_unspec(&f->ip6.addr))
+			nl_check(nl_addr_add(nl, AF_INET6, ifindex,
+					     &f->ip6.addr, f->ip6.prefix_len),
+				 "adding the IPv6 address", ifname);
+		if (!in6_is_unspec(&f->ip6.gw))
+			nl_check(nl_route_add_default(nl, AF_INET6, ifindex,
+						      &f->ip6.gw),
+				 "adding the IPv6 default route", ifname);
+	}
+}
+
+/* ns_configure() - set up the guest side over netlink (see top) and
+ * learn the tap's MAC address as the guest's. */
+static void ns_configure(struct ctx *c, int nl, unsigned int ifindex,
+			 const char *ifname)
+{
+	struct conf *f = &c->conf;
+	const uint8_t *mac = f->guest_mac_set ? f->guest_mac : NULL;
+	uint8_t cur[6];
+	int rc;
+
+	nl_check(nl_link_set(nl, LO_IFINDEX, NULL, 0, true),
+		 "bringing up", "lo");
+	if (f->config_net) {
+		/* MAC and MTU first, while down; then up, then L3. */
+		nl_check(nl_link_set(nl, ifindex, mac, f->mtu, false),
+			 "setting MAC address and MTU", ifname);
+		nl_check(nl_link_set(nl, ifindex, NULL, 0, true),
+			 "bringing up", ifname);
+		ns_config_ip(f, nl, ifindex, ifname);
+	} else if (mac) {
+		nl_check(nl_link_set(nl, ifindex, mac, 0, false),
+			 "setting the MAC address", ifname);
+	}
+	rc = nl_link_get(nl, ifindex, NULL, NULL, cur);
+	nl_check(rc, "reading the MAC address", ifname);
+	memcpy(f->guest_mac, cur, 6);
+	memcpy(c->guest_mac, cur, 6);
+	c->guest_mac_known = true;
+}
+
+/* ns_watch() - joined namespace: register what tells us it went away
+ * (see top), unless --no-netns-quit. */
+static void ns_watch(struct ctx *c)
+{
+	union eref ref = { .type = EREF_CHILD };
+	const struct conf *f = &c->conf;
+	pid_t pid = f->ns_pid ? f->ns_pid : proc_path_pid(f->netns_path);
+	char dir[PATH_MAX];
+	int fd;
+
+	if (f->no_netns_quit)
+		return;
+	if (pid) {
+		fd = pidfd_open_(pid);
+		if (fd < 0)
+			die("pidfd_open %d: %s", (int)pid, strerror(errno));
+	} else {
+		str_copy(dir, f->netns_path, sizeof(dir));
+		fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (fd < 0 || inotify_add_watch(fd, dirname(dir),
+					IN_DELETE | IN_MOVED_FROM) < 0)
+			die("cannot watch %s: %s", f->netns_path,
+			    strerror(errno));
+	}
+	c->child_pidfd = fd;
+	if (ep_add(c, fd, EPOLLIN, ref))
+		die("epoll: %s", strerror(errno));
+}
 
 void ns_start(struct ctx *c)
 {
-	(void)c;
-	die("ferry ns: namespace mode is not implemented yet");
+	union eref lref = { .type = EREF_LINK }, cref = { .type = EREF_CHILD };
+	bool join = c->conf.ns_pid || c->conf.netns_path[0];
+	struct ns_helper h = { .ifname = c->conf.ns_ifname };
+	int go = -1;
+
+	if (join)
+		ns_join(c, &h.userns_fd, &h.netns_fd);
+	else
+		go = ns_spawn(c, &h.userns_fd, &h.netns_fd);
+	ns_helper_run(&h);
+	if (h.userns_fd >= 0)
+		close(h.userns_fd);
+	close(h.netns_fd);
+
+	ns_configure(c, h.nl_fd, h.ifindex, h.name);
+	tap_attach(c, &link_tapdev_ops, h.tap_fd);
+	if (ep_add(c, h.tap_fd, EPOLLIN, lref))
+		die("epoll: %s", strerror(errno));
+	info("namespace interface %s%s, MAC %02x:%02x:%02x:%02x:%02x:%02x",
+	     h.name, c->conf.config_net ? " configured" : " (not configured)",
+	     c->guest_mac[0], c->guest_mac[1], c->guest_mac[2],
+	     c->guest_mac[3], c->guest_mac[4], c->guest_mac[5]);
+	close(h.nl_fd);
+
+	if (join) {
+		ns_watch(c);
+		return;
+	}
+	if (ep_add(c, c->child_pidfd, EPOLLIN, cref))
+		die("epoll: %s", strerror(errno));
+	if (write_all(go, "g", 1))
+		die("cannot start the command: %s", strerror(errno));
+	close(go);
+}
+
+/* ns_tty_back() - take the terminal back from the command's process
+ * group (see child_take_tty()), so the caller's shell finds it sane. */
+static void ns_tty_back(void)
+{
+	sigset_t set, old;
+
+	if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) == getpgrp())
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	tcsetpgrp(STDIN_FILENO, getpgrp());
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ns_watch_event() - joined by path: did the namespace file go away? */
+static bool ns_watch_event(struct ctx *c)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	char path[PATH_MAX], *base;
+	ssize_t n, off;
+
+	str_copy(path, c->conf.netns_path, sizeof(path));
+	base = basename(path);
+	while ((n = read(c->child_pidfd, buf, sizeof(buf))) > 0) {
+		for (off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *ev = (void *)(buf + off);
+			size_t sz = sizeof(*ev) + ev->len;
+
+			if (off + (ssize_t)sz > n)
+				break;
+			if (ev->len && !strncmp(ev->name, base, ev->len))
+				return true;
+			off += (ssize_t)sz;
+		}
+	}
+	return false;
 }
 
 void ns_child_handler(struct ctx *c, uint32_t events)
 {
+	siginfo_t si;
+
 	(void)events;
+	if (c->child_pid <= 0) {		/* joined namespace */
+		if (c->conf.ns_pid || proc_path_pid(c->conf.netns_path)) {
+			info("namespace process exited: quitting");
+		} else if (ns_watch_event(c)) {
+			info("namespace %s removed: quitting",
+			     c->conf.netns_path);
+		} else {
+			return;
+		}
+		c->quit = true;
+		return;
+	}
+	memset(&si, 0, sizeof(si));
+	if (waitid((idtype_t)3 /* P_PIDFD */, (id_t)c->child_pidfd, &si,
+		   WEXITED | WNOHANG) < 0 || !si.si_pid)
+		return;
+	if (si.si_code == CLD_EXITED)
+		c->exit_code = si.si_status;
+	else
+		c->exit_code = 128 + si.si_status;
+	debug("command exited, status %d", c->exit_code);
+	ep_del(c, c->child_pidfd);
+	close(c->child_pidfd);
+	c->child_pidfd = -1;
+	c->child_pid = 0;
+	ns_tty_back();
 	c->quit = true;
 }

@@ -1,0 +1,495 @@
+/* netlink.c - a small rtnetlink client, libc only.
+ *
+ * Theory of operation: every operation is one request on a NETLINK_ROUTE
+ * socket, answered synchronously. Requests that change something carry
+ * NLM_F_ACK and end at the kernel's NLMSG_ERROR acknowledgement (error 0
+ * means success); dumps (NLM_F_DUMP) end at NLMSG_DONE. nl_xfer() owns
+ * that exchange: it matches sequence numbers, skips stray messages, checks
+ * every message and attribute length with NLMSG_OK()/RTA_OK() before use,
+ * and hands each reply message of the request to a parser callback.
+ *
+ * Buffers are fixed-size and on the stack: requests are built in a small
+ * struct nl_msg with bounds-checked attribute appends; replies are read
+ * into NL_RX_SIZE bytes, the largest dump chunk the kernel produces, and a
+ * truncated datagram is an error rather than a silent cut.
+ *
+ * A socket stays bound to the network namespace it was created in, so the
+ * same code configures the host (ferry's own namespace) and the guest (a
+ * socket opened by the helper task in ns.c).
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <linux/if_addr.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
+
+#include "netlink.h"
+#include "util.h"
+
+#define NL_RX_SIZE	32768	/* kernel dump chunks are at most 32 KiB */
+#define NL_TX_ATTRS	256	/* room for a request's attributes */
+
+/* A request under construction: header, family message, attributes. */
+struct nl_msg {
+	struct nlmsghdr nh;
+	union {
+		struct ifinfomsg ifi;
+		struct ifaddrmsg ifa;
+		struct rtmsg rtm;
+	};
+	uint8_t attrs[NL_TX_ATTRS];
+};
+
+/* Reply parser: called once per reply message of the request. */
+typedef void (*nl_parse_fn)(const struct nlmsghdr *nh, void *arg);
+
+int nl_open(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct timeval tv = { .tv_sec = 5 };
+	int one = 1, fd;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	/* A kernel that never answers must not hang start-up. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* Optional: let the kernel filter dumps strictly (Linux >= 4.20). */
+	setsockopt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, &one, sizeof(one));
+	return fd;
+}
+
+/* nl_msg_init() - header for a request of type with fixed part size. */
+static void nl_msg_init(struct nl_msg *m, uint16_t type, uint16_t flags,
+			size_t fixed)
+{
+	memset(m, 0, sizeof(*m));
+	m->nh.nlmsg_len = NLMSG_LENGTH(fixed);
+	m->nh.nlmsg_type = type;
+	m->nh.nlmsg_flags = NLM_F_REQUEST | flags;
+}
+
+/* nl_attr_put() - append one attribute; false if it does not fit. */
+static bool nl_attr_put(struct nl_msg *m, uint16_t type, const void *data,
+			size_t len)
+{
+	size_t off = NLMSG_ALIGN(m->nh.nlmsg_len);
+	struct rtattr *rta;
+
+	if (off + RTA_SPACE(len) > sizeof(*m))
+		return false;
+	rta = (struct rtattr *)((uint8_t *)m + off);
+	rta->rta_type = type;
+	rta->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(rta), data, len);
+	m->nh.nlmsg_len = (uint32_t)(off + RTA_SPACE(len));
+	return true;
+}
+
+/* nl_reply_error() - error carried by an NLMSG_ERROR message (0 for an
+ * acknowledgement), -EBADMSG if it is too short to hold one. */
+static int nl_reply_error(const struct nlmsghdr *nh)
+{
+	const struct nlmsgerr *e = NLMSG_DATA(nh);
+
+	if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+		return -EBADMSG;
+	return e->error > 0 ? -e->error : e->error;
+}
+
+/* nl_handle() - one reply message: returns 1 if the exchange goes on, 0
+ * when it is complete, or -errno (stored in *rc as the final result). */
+static int nl_handle(const struct nlmsghdr *nh, uint32_t seq, nl_parse_fn fn,
+		     void *arg, int *rc)
+{
+	if (nh->nlmsg_seq != seq)
+		return 1;			/* stale: not ours */
+	switch (nh->nlmsg_type) {
+	case NLMSG_NOOP:
+		return 1;
+	case NLMSG_ERROR:
+		*rc = nl_reply_error(nh);
+		return 0;
+	case NLMSG_DONE:
+		/* A dump that failed half-way reports the error here. */
+		if (nh->nlmsg_len >= NLMSG_LENGTH(sizeof(int))) {
+			int e;
+
+			memcpy(&e, NLMSG_DATA(nh), sizeof(e));
+			if (e < 0)
+				*rc = e;
+		}
+		return 0;
+	default:
+		if (fn)
+			fn(nh, arg);
+		return 1;
+	}
+}
+
+/* nl_xfer() - send request m and process its replies (see top). Returns
+ * 0 or -errno: the kernel's error, or a transport failure. */
+static int nl_xfer(int fd, struct nl_msg *m, nl_parse_fn fn, void *arg)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	uint8_t buf[NL_RX_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
+	uint32_t seq;
+	int rc = 0;
+
+	random_bytes(&seq, sizeof(seq));
+	m->nh.nlmsg_seq = seq;
+	if (sendto(fd, m, m->nh.nlmsg_len, 0, (struct sockaddr *)&sa,
+		   sizeof(sa)) < 0)
+		return -errno;
+	for (;;) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		const struct nlmsghdr *nh;
+		ssize_t n = recvmsg(fd, &mh, 0);
+		int len;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (mh.msg_flags & MSG_TRUNC)
+			return -EMSGSIZE;
+		len = (int)n;
+		for (nh = (const struct nlmsghdr *)buf; NLMSG_OK(nh, len);
+		     nh = NLMSG_NEXT(nh, len)) {
+			if (!nl_handle(nh, seq, fn, arg, &rc))
+				return rc;
+		}
+		if (len)		/* trailing bytes that are no message */
+			return -EBADMSG;
+	}
+}
+
+/* Attribute iteration over the payload of a reply message. */
+#define for_each_rta(rta, start, len) \
+	for (rta = (start); RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
+
+/* rta_u32() - a u32 attribute's value, false if it is too short. */
+static bool rta_u32(const struct rtattr *rta, uint32_t *v)
+{
+	if (RTA_PAYLOAD(rta) < sizeof(*v))
+		return false;
+	memcpy(v, RTA_DATA(rta), sizeof(*v));
+	return true;
+}
+
+/* rta_addr() - copy an address attribute of the family's size. */
+static bool rta_addr(const struct rtattr *rta, int family, void *addr)
+{
+	size_t alen = family == AF_INET ? 4 : 16;
+
+	if (RTA_PAYLOAD(rta) != alen)
+		return false;
+	memcpy(addr, RTA_DATA(rta), alen);
+	return true;
+}
+
+/* --- default route ---------------------------------------------------- */
+
+struct route_q {
+	int family;
+	unsigned int oif;		/* filter, 0: any */
+	bool found;
+	unsigned int ifindex;
+	uint8_t gw[16];
+};
+
+/* route_multipath() - pick the next hop with the highest weight from an
+ * RTA_MULTIPATH payload (each rtnexthop length checked). */
+static void route_multipath(const struct rtattr *mp, int family,
+			    unsigned int *ifindex, uint8_t *gw)
+{
+	const struct rtnexthop *rtnh = RTA_DATA(mp);
+	int left = (int)RTA_PAYLOAD(mp), best = -1;
+
+	while (left >= (int)sizeof(*rtnh) &&
+	       rtnh->rtnh_len >= sizeof(*rtnh) && rtnh->rtnh_len <= left) {
+		const struct rtattr *rta;
+		int alen = rtnh->rtnh_len - (int)RTNH_LENGTH(0);
+
+		if (rtnh->rtnh_hops > best) {
+			best = rtnh->rtnh_hops;
+			*ifindex = (unsigned int)rtnh->rtnh_ifindex;
+			memset(gw, 0, 16);
+			for_each_rta(rta, RTNH_DATA(rtnh), alen)
+				if (rta->rta_type == RTA_GATEWAY)
+					rta_addr(rta, family, gw);
+		}
+		if ((int)RTNH_ALIGN(rtnh->rtnh_len) >= left)
+			break;
+		left -= (int)RTNH_ALIGN(rtnh->rtnh_len);
+		rtnh = RTNH_NEXT(rtnh);
+	}
+}
+
+static void route_parse(const struct nlmsghdr *nh, void *arg)
+{
+	const struct rtmsg *r = NLMSG_DATA(nh);
+	struct route_q *q = arg;
+	const struct rtattr *rta;
+	unsigned int ifindex = 0;
+	uint32_t table, v;
+	uint8_t gw[16] = { 0 };
+	int len;
+
+	if (q->found || nh->nlmsg_type != RTM_NEWROUTE ||
+	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*r)))
+		return;
+	if (r->rtm_family != q->family || r->rtm_dst_len ||
+	    r->rtm_type != RTN_UNICAST)
+		return;
+	table = r->rtm_table;
+	len = (int)RTM_PAYLOAD(nh);
+	for_each_rta(rta, RTM_RTA(r), len) {
+		if (rta->rta_type == RTA_TABLE && rta_u32(rta, &v))
+			table = v;
+		else if (rta->rta_type == RTA_OIF && rta_u32(rta, &v))
+			ifindex = v;
+		else if (rta->rta_type == RTA_GATEWAY)
+			rta_addr(rta, q->family, gw);
+		else if (rta->rta_type == RTA_MULTIPATH)
+			route_multipath(rta, q->family, &ifindex, gw);
+	}
+	if (table != RT_TABLE_MAIN || !ifindex ||
+	    (q->oif && ifindex != q->oif))
+		return;
+	q->found = true;
+	q->ifindex = ifindex;
+	memcpy(q->gw, gw, sizeof(gw));
+}
+
+int nl_default_route(int fd, int family, unsigned int oif,
+		     unsigned int *ifindex, void *gw)
+{
+	struct route_q q = { .family = family, .oif = oif };
+	struct nl_msg m;
+	int rc;
+
+	nl_msg_init(&m, RTM_GETROUTE, NLM_F_DUMP, sizeof(m.rtm));
+	m.rtm.rtm_family = (uint8_t)family;
+	rc = nl_xfer(fd, &m, route_parse, &q);
+	if (rc)
+		return rc;
+	if (!q.found)
+		return -ENOENT;
+	*ifindex = q.ifindex;
+	memcpy(gw, q.gw, family == AF_INET ? 4 : 16);
+	return 0;
+}
+
+/* --- links ------------------------------------------------------------ */
+
+struct link_q {
+	unsigned int ifindex;
+	bool found;
+	char name[IFNAMSIZ];
+	unsigned int mtu;
+	uint8_t mac[6];
+};
+
+static void link_parse(const struct nlmsghdr *nh, void *arg)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(nh);
+	struct link_q *q = arg;
+	const struct rtattr *rta;
+	uint32_t v;
+	int len;
+
+	if (nh->nlmsg_type != RTM_NEWLINK ||
+	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)) ||
+	    (unsigned int)ifi->ifi_index != q->ifindex)
+		return;
+	q->found = true;
+	len = (int)IFLA_PAYLOAD(nh);
+	for_each_rta(rta, IFLA_RTA(ifi), len) {
+		size_t plen = RTA_PAYLOAD(rta);
+
+		if (rta->rta_type == IFLA_IFNAME && plen &&
+		    memchr(RTA_DATA(rta), '\0', plen))
+			str_copy(q->name, RTA_DATA(rta), IFNAMSIZ);
+		else if (rta->rta_type == IFLA_MTU && rta_u32(rta, &v))
+			q->mtu = v;
+		else if (rta->rta_type == IFLA_ADDRESS && plen == 6)
+			memcpy(q->mac, RTA_DATA(rta), 6);
+	}
+}
+
+int nl_link_get(int fd, unsigned int ifindex, char name[IFNAMSIZ],
+		unsigned int *mtu, uint8_t mac[6])
+{
+	struct link_q q = { .ifindex = ifindex };
+	struct nl_msg m;
+	int rc;
+
+	nl_msg_init(&m, RTM_GETLINK, NLM_F_ACK, sizeof(m.ifi));
+	m.ifi.ifi_family = AF_UNSPEC;
+	m.ifi.ifi_index = (int)ifindex;
+	rc = nl_xfer(fd, &m, link_parse, &q);
+	if (rc)
+		return rc;
+	if (!q.found)
+		return -ENODEV;
+	if (name)
+		memcpy(name, q.name, IFNAMSIZ);
+	if (mtu)
+		*mtu = q.mtu;
+	if (mac)
+		memcpy(mac, q.mac, 6);
+	return 0;
+}
+
+int nl_link_set(int fd, unsigned int ifindex, const uint8_t *mac,
+		unsigned int mtu, bool up)
+{
+	uint32_t mtu32 = mtu;
+	struct nl_msg m;
+
+	nl_msg_init(&m, RTM_NEWLINK, NLM_F_ACK, sizeof(m.ifi));
+	m.ifi.ifi_family = AF_UNSPEC;
+	m.ifi.ifi_index = (int)ifindex;
+	if (up) {
+		m.ifi.ifi_change = IFF_UP;
+		m.ifi.ifi_flags = IFF_UP;
+	}
+	if (mac && !nl_attr_put(&m, IFLA_ADDRESS, mac, 6))
+		return -ENOSPC;
+	if (mtu && !nl_attr_put(&m, IFLA_MTU, &mtu32, sizeof(mtu32)))
+		return -ENOSPC;
+	return nl_xfer(fd, &m, NULL, NULL);
+}
+
+/* --- addresses -------------------------------------------------------- */
+
+struct addr_q {
+	int family;
+	unsigned int ifindex;
+	int rank;			/* of the best so far, 0: none */
+	uint8_t addr[16];
+	int prefix_len;
+};
+
+/* addr_rank() - 2 for a preferred address, 1 for one to use only if
+ * nothing better exists. */
+static int addr_rank(uint32_t flags)
+{
+	return flags & (IFA_F_TENTATIVE | IFA_F_DEPRECATED |
+			IFA_F_TEMPORARY | IFA_F_DADFAILED) ? 1 : 2;
+}
+
+static void addr_parse(const struct nlmsghdr *nh, void *arg)
+{
+	const struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+	struct addr_q *q = arg;
+	const struct rtattr *rta;
+	uint8_t addr[16], local[16];
+	bool has_addr = false, has_local = false;
+	uint32_t flags;
+	int len, rank;
+
+	if (nh->nlmsg_type != RTM_NEWADDR ||
+	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
+		return;
+	if (ifa->ifa_family != q->family || ifa->ifa_index != q->ifindex ||
+	    ifa->ifa_scope != RT_SCOPE_UNIVERSE)
+		return;
+	flags = ifa->ifa_flags;
+	len = (int)IFA_PAYLOAD(nh);
+	for_each_rta(rta, IFA_RTA(ifa), len) {
+		if (rta->rta_type == IFA_ADDRESS)
+			has_addr = rta_addr(rta, q->family, addr);
+		else if (rta->rta_type == IFA_LOCAL)
+			has_local = rta_addr(rta, q->family, local);
+		else if (rta->rta_type == IFA_FLAGS)
+			rta_u32(rta, &flags);
+	}
+	if (!has_addr && !has_local)
+		return;
+	rank = addr_rank(flags);
+	if (rank <= q->rank)
+		return;
+	q->rank = rank;
+	/* IPv4 point-to-point: IFA_ADDRESS is the peer, IFA_LOCAL ours. */
+	memcpy(q->addr, has_local ? local : addr, sizeof(q->addr));
+	q->prefix_len = ifa->ifa_prefixlen;
+}
+
+int nl_addr_get(int fd, int family, unsigned int ifindex, void *addr,
+		int *prefix_len)
+{
+	struct addr_q q = { .family = family, .ifindex = ifindex };
+	struct nl_msg m;
+	int rc;
+
+	nl_msg_init(&m, RTM_GETADDR, NLM_F_DUMP, sizeof(m.ifa));
+	m.ifa.ifa_family = (uint8_t)family;
+	m.ifa.ifa_index = ifindex;
+	rc = nl_xfer(fd, &m, addr_parse, &q);
+	if (rc)
+		return rc;
+	if (!q.rank)
+		return -ENOENT;
+	memcpy(addr, q.addr, family == AF_INET ? 4 : 16);
+	*prefix_len = q.prefix_len;
+	return 0;
+}
+
+int nl_addr_add(int fd, int family, unsigned int ifindex, const void *addr,
+		int prefix_len)
+{
+	size_t alen = family == AF_INET ? 4 : 16;
+	uint32_t flags = family == AF_INET6 ? IFA_F_NODAD : 0;
+	struct nl_msg m;
+
+	nl_msg_init(&m, RTM_NEWADDR, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+		    sizeof(m.ifa));
+	m.ifa.ifa_family = (uint8_t)family;
+	m.ifa.ifa_prefixlen = (uint8_t)prefix_len;
+	m.ifa.ifa_flags = (uint8_t)flags;
+	m.ifa.ifa_scope = RT_SCOPE_UNIVERSE;
+	m.ifa.ifa_index = ifindex;
+	if (!nl_attr_put(&m, IFA_LOCAL, addr, alen) ||
+	    !nl_attr_put(&m, IFA_ADDRESS, addr, alen) ||
+	    !nl_attr_put(&m, IFA_FLAGS, &flags, sizeof(flags)))
+		return -ENOSPC;
+	return nl_xfer(fd, &m, NULL, NULL);
+}
+
+/* --- routes ----------------------------------------------------------- */
+
+int nl_route_add_default(int fd, int family, unsigned int ifindex,
+			 const void *gw)
+{
+	size_t alen = family == AF_INET ? 4 : 16;
+	uint32_t oif = ifindex;
+	struct nl_msg m;
+
+	nl_msg_init(&m, RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+		    sizeof(m.rtm));
+	m.rtm.rtm_family = (uint8_t)family;
+	m.rtm.rtm_table = RT_TABLE_MAIN;
+	m.rtm.rtm_protocol = RTPROT_BOOT;
+	m.rtm.rtm_scope = RT_SCOPE_UNIVERSE;
+	m.rtm.rtm_type = RTN_UNICAST;
+	if (family == AF_INET ||
+	    !IN6_IS_ADDR_LINKLOCAL((const struct in6_addr *)gw))
+		m.rtm.rtm_flags = RTNH_F_ONLINK;
+	if (!nl_attr_put(&m, RTA_OIF, &oif, sizeof(oif)) ||
+	    !nl_attr_put(&m, RTA_GATEWAY, gw, alen))
+		return -ENOSPC;
+	return nl_xfer(fd, &m, NULL, NULL);
+}
