@@ -79,6 +79,10 @@ static char big[1 << 20];	/* scratch for writes, peeks and reads */
 static int verbose;
 static int all_reopen_ok = 1;	/* drives the exit status */
 static long g_mss;		/* sender MSS on this loopback */
+static int g_trunc_updates = 1;	/* every MSG_TRUNC emptying sent an update */
+static int g_plain_updates = 1;	/* every plain recv() emptying sent one */
+static int g_zero_locks;	/* a clamp set at zero window kept it shut */
+static int g_reset_sends;	/* a clamp re-set emitted a segment */
 
 /* die() - report a setup/syscall failure and exit with status 2 */
 static void die(const char *fmt, ...)
@@ -720,6 +724,24 @@ static size_t zero_scenarios(long c, struct zcfg *z)
 	return sizeof(list) / sizeof(list[0]);
 }
 
+/* zero_tally() - fold one zero-window run into the global verdicts */
+static void zero_tally(const struct zcfg *z, const struct zres *r, int prompt)
+{
+	int updated = r->queued >= 0 && prompt && r->acks_consume > 0;
+
+	if (z->clamp_at_zero) {
+		if (!prompt || r->flow <= 0)
+			g_zero_locks = 1;
+		return;
+	}
+	if (z->clamp_after && r->acks_after > 0)
+		g_reset_sends = 1;
+	if (z->how == HOW_PLAIN && !updated)
+		g_plain_updates = 0;
+	if (z->how == HOW_TRUNC && !updated)
+		g_trunc_updates = 0;
+}
+
 /* q_zero() - Q3/Q6 (and Q7 per shape): run all zero-window scenarios */
 static void q_zero(const struct pcfg *pc, const char *tag)
 {
@@ -748,6 +770,7 @@ static void q_zero(const struct pcfg *pc, const char *tag)
 		       r.flow > 0 ? "yes" : "no");
 		if (z[i].key && (r.queued < 0 || !prompt || r.flow <= 0))
 			key_ok = 0;
+		zero_tally(&z[i], &r, prompt);
 	}
 	printf("(ackC/ackS: segments the receiver sent during the consuming recv() / the clamp re-set;\n"
 	       " reopen: time from consume to sender seeing a window or new data arriving)\n");
@@ -1123,6 +1146,12 @@ int main(int argc, char **argv)
 	if (strchr(only, '8'))
 		q_ferry_loop();
 
-	printf("\nRESULT trunc_reset_reopens=%s\n", all_reopen_ok ? "yes" : "no");
+	if (strchr(only, '3') || strchr(only, '7')) {
+		printf("\nRESULT trunc_sends_window_update=%s\n", g_trunc_updates ? "yes" : "no");
+		printf("RESULT plain_recv_sends_window_update=%s\n", g_plain_updates ? "yes" : "no");
+		printf("RESULT clamp_reset_sends_segment=%s\n", g_reset_sends ? "yes" : "no");
+		printf("RESULT clamp_at_zero_locks=%s\n", g_zero_locks ? "yes" : "no");
+	}
+	printf("RESULT trunc_reset_reopens=%s\n", all_reopen_ok ? "yes" : "no");
 	return all_reopen_ok ? 0 : 1;
 }
