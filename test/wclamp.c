@@ -49,6 +49,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <linux/sock_diag.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <limits.h>
@@ -664,6 +665,25 @@ struct zres {
 	long rcvbuf;		/* SO_RCVBUF when the window was zero */
 };
 
+/* zero_dump() - verbose: receiver state at zero window (-v) */
+static void zero_dump(const char *name, struct pair *p)
+{
+	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+	socklen_t l = sizeof(mi);
+	struct ti t;
+
+	if (!verbose)
+		return;
+	ti_get(p->rcv, &t);
+	getsockopt(p->rcv, SOL_SOCKET, SO_MEMINFO, mi, &l);
+	vlog("  %s at zero: inq %ld rcv_wnd %u rcv_ssthresh %u rcv_space %u clamp %ld"
+	     " rmem_alloc %u rcvbuf %u fwd_alloc %u backlog %u drops %u\n", name,
+	     sock_q(p->rcv, SIOCINQ), t.rcv_wnd, t.i.tcpi_rcv_ssthresh,
+	     t.i.tcpi_rcv_space, clamp_get(p->rcv), mi[SK_MEMINFO_RMEM_ALLOC],
+	     mi[SK_MEMINFO_RCVBUF], mi[SK_MEMINFO_FWD_ALLOC], mi[SK_MEMINFO_BACKLOG],
+	     mi[SK_MEMINFO_DROPS]);
+}
+
 /* zero_run() - fill to zero window, empty the queue, watch it re-open */
 static void zero_run(const struct pcfg *pc, const struct zcfg *z, struct zres *r)
 {
@@ -680,6 +700,7 @@ static void zero_run(const struct pcfg *pc, const struct zcfg *z, struct zres *r
 		stream(&p, 200, 0, z->how, z->clamp_before, &s);
 	r->queued = fill_zero(&p);
 	r->rcvbuf = sockopt_get(p.rcv, SOL_SOCKET, SO_RCVBUF);
+	zero_dump(z->name, &p);
 	if (z->clamp_at_zero && clamp_set(p.rcv, z->clamp_at_zero))
 		die("setsockopt(TCP_WINDOW_CLAMP, %ld) at zero window", z->clamp_at_zero);
 	ti_get(p.rcv, &a);
