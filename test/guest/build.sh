@@ -195,7 +195,7 @@ inputs() {
 build_initramfs() {
 	local kver=$1 root=$2 out=$3 m a
 	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,run,tmp,etc}
-	mkdir -p "$root"/lib/modules "$root"/usr/share/udhcpc "$root"/root
+	mkdir -p "$root"/lib/modules "$root"/root
 	install -m 755 /bin/busybox "$root/bin/busybox"
 	for a in $(/bin/busybox --list); do
 		[ "$a" = busybox ] || ln -s busybox "$root/bin/$a"
@@ -209,7 +209,7 @@ build_initramfs() {
 		copy_tool "$(command -v "$a")" "$root"
 	done
 	install -m 755 "$HERE/init" "$root/init"
-	install -m 755 "$HERE/udhcpc.script" "$root/usr/share/udhcpc/default.script"
+	install -D -m 755 "$HERE/udhcpc.script" "$root/etc/udhcpc/default.script"
 	echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
 	echo "root:x:0:" > "$root/etc/group"
 	printf '127.0.0.1 localhost\n::1 localhost\n' > "$root/etc/hosts"

@@ -6,7 +6,9 @@ and sends each Ethernet frame as a 4-byte big-endian length followed by that
 many bytes.  This script listens on the socket, accepts one connection,
 parses that framing, and for every frame prints one line with its length,
 MAC addresses, ethertype and (for IPv4/IPv6 UDP) ports, marking DHCPv4
-messages by their type.  It never sends anything.  When qemu disconnects it
+messages by their type.  By default it never sends anything; with
+--respond it also answers as the toy router of l2respond.py (DHCP, RA,
+ARP/NS, echo) and prints a "reply" line per frame sent.  When qemu disconnects it
 prints "l2echo: frames=N bad=M" and exits 0 if at least one well-formed
 frame arrived, 1 otherwise.  Used to prove the guest builder, the runner and
 the framing without ferry's VM mode.
@@ -85,8 +87,17 @@ def read_exact(conn, n):
     return bytes(buf)
 
 
-def serve(conn, out):
-    """Read frames from conn until EOF; return (frames, bad)."""
+def describe(f):
+    """One-line description of Ethernet frame f (at least ETH_HLEN bytes)."""
+    (etype,) = struct.unpack("!H", f[12:14])
+    return "len %d %s -> %s ethertype 0x%04x%s" % (
+        len(f), mac(f[6:12]), mac(f[0:6]), etype,
+        describe_l3(etype, f[ETH_HLEN:]))
+
+
+def serve(conn, out, responder=None):
+    """Read frames from conn until EOF, answering with responder(frame)
+    when given; return (frames, bad)."""
     frames = bad = 0
     while True:
         hdr = read_exact(conn, 4)
@@ -102,17 +113,23 @@ def serve(conn, out):
             print("l2echo: EOF inside a frame", file=out)
             return frames, bad + 1
         frames += 1
-        (etype,) = struct.unpack("!H", f[12:14])
-        print("frame %d len %d %s -> %s ethertype 0x%04x%s" %
-              (frames, flen, mac(f[6:12]), mac(f[0:6]), etype,
-               describe_l3(etype, f[ETH_HLEN:])), file=out, flush=True)
+        print("frame %d %s" % (frames, describe(f)), file=out, flush=True)
+        for r in responder(f) if responder else []:
+            conn.sendall(struct.pack("!I", len(r)) + r)
+            print("reply %s" % describe(r), file=out, flush=True)
 
 
 def main():
     """Listen on the socket path, serve one qemu connection, report."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("socket", help="UNIX socket path to listen on")
+    ap.add_argument("--respond", action="store_true",
+                    help="answer DHCP/RA/ARP/NS/echo as a toy router")
     args = ap.parse_args()
+    responder = None
+    if args.respond:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from l2respond import respond as responder
     if os.path.exists(args.socket):
         os.unlink(args.socket)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -123,7 +140,7 @@ def main():
     srv.close()
     os.unlink(args.socket)
     print("l2echo: peer connected", flush=True)
-    frames, bad = serve(conn, sys.stdout)
+    frames, bad = serve(conn, sys.stdout, responder)
     print("l2echo: frames=%d bad=%d" % (frames, bad), flush=True)
     return 0 if frames > 0 and bad == 0 else 1
 
