@@ -54,6 +54,9 @@
 	X(DHCP_IGNORED,		"DHCP message not for us")		\
 	X(DHCP6_MALFORMED,	"malformed DHCPv6 message")		\
 	X(DHCP6_IGNORED,	"DHCPv6 message not for us")		\
+	X(DHCP_NOT_REQUEST,	"DHCP message not a BOOTREQUEST")	\
+	X(DHCP_HWTYPE,		"DHCP hardware type/length not Ethernet") \
+	X(NDP_HOPLIMIT,		"NDP hop limit not 255")		\
 	X(SERVICE_DISABLED,	"service disabled by option")		\
 	/* Resources */							\
 	X(FLOW_TABLE_FULL,	"flow table full")			\

@@ -289,13 +289,21 @@ static int l4_csum_field(uint8_t proto)
 bool tap_send_ip4(struct ctx *c, struct in_addr src, struct in_addr dst,
 		  uint8_t proto, const void *l4, size_t l4len)
 {
+	return tap_send_ip4_mac(c, NULL, src, dst, proto, l4, l4len);
+}
+
+bool tap_send_ip4_mac(struct ctx *c, const uint8_t *mac, struct in_addr src,
+		      struct in_addr dst, uint8_t proto, const void *l4,
+		      size_t l4len)
+{
 	size_t len = ETH_HLEN_ + IP4_HLEN + l4len;
 	int off = l4_csum_field(proto);
 	uint8_t *f, *l3, *t;
 
 	if (l4len > 65535 - IP4_HLEN || !(f = tap_tx_reserve(c, len)))
 		return false;
-	l3 = tap_eth_to_guest(c, f, ETH_P_IP_);
+	l3 = mac ? eth_build(f, mac, c->conf.our_mac, ETH_P_IP_)
+		 : tap_eth_to_guest(c, f, ETH_P_IP_);
 	t = ip4_build(l3, src, dst, proto, l4len, 0);
 	memcpy(t, l4, l4len);
 	if (off >= 0 && (size_t)off + 2 <= l4len) {
@@ -316,6 +324,13 @@ bool tap_send_ip6(struct ctx *c, const struct in6_addr *src,
 		  const struct in6_addr *dst, uint8_t proto, const void *l4,
 		  size_t l4len)
 {
+	return tap_send_ip6_mac(c, NULL, src, dst, proto, l4, l4len);
+}
+
+bool tap_send_ip6_mac(struct ctx *c, const uint8_t *mac,
+		      const struct in6_addr *src, const struct in6_addr *dst,
+		      uint8_t proto, const void *l4, size_t l4len)
+{
 	size_t len = ETH_HLEN_ + IP6_HLEN + l4len;
 	int off = l4_csum_field(proto);
 	uint8_t *f, *l3, *t;
@@ -323,7 +338,8 @@ bool tap_send_ip6(struct ctx *c, const struct in6_addr *src,
 
 	if (l4len > 65535 || !(f = tap_tx_reserve(c, len)))
 		return false;
-	l3 = tap_eth_to_guest(c, f, ETH_P_IPV6_);
+	l3 = mac ? eth_build(f, mac, c->conf.our_mac, ETH_P_IPV6_)
+		 : tap_eth_to_guest(c, f, ETH_P_IPV6_);
 	t = ip6_build(l3, src, dst, proto, l4len, hlim);
 	memcpy(t, l4, l4len);
 	if (off >= 0 && (size_t)off + 2 <= l4len) {

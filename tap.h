@@ -109,6 +109,15 @@ bool tap_send_ip4(struct ctx *c, struct in_addr src, struct in_addr dst,
 bool tap_send_ip6(struct ctx *c, const struct in6_addr *src,
 		  const struct in6_addr *dst, uint8_t proto, const void *l4,
 		  size_t l4len);
+/* tap_send_ip4_mac()/tap_send_ip6_mac() - the same, to Ethernet
+ * destination mac (broadcast, multicast) instead of the guest's MAC;
+ * mac NULL means the guest's. */
+bool tap_send_ip4_mac(struct ctx *c, const uint8_t *mac, struct in_addr src,
+		      struct in_addr dst, uint8_t proto, const void *l4,
+		      size_t l4len);
+bool tap_send_ip6_mac(struct ctx *c, const uint8_t *mac,
+		      const struct in6_addr *src, const struct in6_addr *dst,
+		      uint8_t proto, const void *l4, size_t l4len);
 
 /* Backends */
 extern const struct link_ops link_tapdev_ops;	/* tap_dev.c */
