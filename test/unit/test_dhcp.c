@@ -261,6 +261,18 @@ TEST(dhcp_request_ack_and_nak)
 	CHECK_EQ(r.p.dst4.s_addr, mine);
 	test_tx_reset(c);
 
+	/* Renewing a wrong address: the NAK is still broadcast. */
+	req_init(&q, 3);
+	memcpy(q.b + 12, &other, 4);
+	req_end(&q);
+	send_req(c, &q);
+	CHECK(get_reply(c, 0, &r));
+	CHECK_EQ(opt(&r, 53, v), 1);
+	CHECK_EQ(v[0], 6);
+	CHECK_EQ(r.p.dst4.s_addr, 0xffffffff);
+	CHECK_EQ(rd32(r.m + 12), 0);
+	test_tx_reset(c);
+
 	/* Client chose another server: silence. */
 	req_init(&q, 3);
 	req_opt(&q, 50, &mine, 4);
