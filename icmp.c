@@ -1,26 +1,373 @@
-/* icmp.c - placeholder until ICMP echo forwarding lands. */
+/* icmp.c - ICMP/ICMPv6 echo forwarding through unprivileged ping sockets.
+ *
+ * Theory of operation: ferry owns no raw sockets. An echo request from
+ * the guest becomes a datagram on a "ping socket" (SOCK_DGRAM with
+ * IPPROTO_ICMP / IPPROTO_ICMPV6), which the kernel allows to groups in
+ * net.ipv4.ping_group_range (the one sysctl covers both families). The
+ * kernel then owns the echo identifier: it rewrites the id of everything
+ * we send to the socket's local "port", and delivers to the socket only
+ * the replies carrying that id. So each echo flow gets its own socket,
+ * and replies are rewritten back to the id the guest chose.
+ *
+ * A flow is a FLOW_PING slot in the shared flow table, found by the guest
+ * side key (proto, guest address, echo id, destination as the guest
+ * addressed it). Its socket is connected to nat_outbound() of that
+ * destination (the gateway maps to host loopback) and registered with the
+ * loop as EREF_PING carrying the flow index. Replies are read in a
+ * bounded burst and sent to the guest from nat_inbound() of the peer the
+ * socket reports, with the checksum filled by tap_send_ip4/ip6().
+ *
+ * Bounds: at most ICMP_FLOWS_MAX echo flows; a new flow beyond that
+ * evicts the one idle longest (counted). Flows idle for ICMP_TIMEOUT_MS
+ * are closed by icmp_timer(), which walks only FLOW_PING flows.
+ *
+ * When ping sockets cannot be opened (sysctl excludes our group, or IPv6
+ * is absent) icmp_init() says so once and echo requests of that family
+ * are dropped with DROP_ICMP_DISABLED: ferry never fakes a reply. Other
+ * ICMP types from the guest (replies, errors, ...) are not forwarded.
+ * Errors the host sees for our echoes (unreachable, ...) are not relayed
+ * to the guest either: ping just times out.
+ */
+#include <errno.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
 #include "ferry.h"
+#include "log.h"
+#include "nat.h"
+#include "pkt.h"
+#include "util.h"
+
+#define ICMP_ECHO_REQ4		8
+#define ICMP_ECHO_REPLY4	0
+#define ICMP_ECHO_REQ6		128
+#define ICMP_ECHO_REPLY6	129
+
+/* The private part of a FLOW_PING flow. */
+struct ping_flow {
+	int sock;			/* connected ping socket */
+	uint16_t guest_id;		/* echo id the guest chose */
+	uint16_t sock_id;		/* id the kernel uses (0: not known) */
+	struct timespec last;		/* last request or reply */
+};
+
+static struct ping_flow *ping_of(struct flow *fl)
+{
+	return FLOW_PRIV(fl, struct ping_flow);
+}
+
+/* ping_socket() - a non-blocking ping socket of family af, or -errno. */
+static int ping_socket(int af)
+{
+	int s = socket(af, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		       af == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
+
+	return s < 0 ? -errno : s;
+}
+
+/* probe() - can a ping socket of family af be opened? */
+static bool probe(int af, int *why)
+{
+	int s = ping_socket(af);
+
+	if (s < 0) {
+		*why = -s;
+		return false;
+	}
+	close(s);
+	return true;
+}
 
 void icmp_init(struct ctx *c)
 {
-	(void)c;
+	struct icmp_state *st = &c->icmp;
+	int e4 = 0, e6 = 0;
+
+	st->ping4_ok = st->ping6_ok = false;
+	if (c->conf.no_icmp) {
+		debug("ICMP echo forwarding disabled (--no-icmp)");
+		return;
+	}
+	st->ping4_ok = c->conf.ip4.enabled && probe(AF_INET, &e4);
+	st->ping6_ok = c->conf.ip6.enabled && probe(AF_INET6, &e6);
+	if (e4 || e6)
+		warn("ICMP echo forwarding disabled for %s%s%s: cannot open "
+		     "ping sockets (%s); allow our group in sysctl "
+		     "net.ipv4.ping_group_range to enable it",
+		     e4 ? "IPv4" : "", e4 && e6 ? " and " : "", e6 ? "IPv6" : "",
+		     strerror(e4 ? e4 : e6));
+	if (!st->ping4_ok && !st->ping6_ok)
+		return;
+	st->rxbuf = mmap(NULL, ICMP_RX_BUF, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (st->rxbuf == MAP_FAILED)
+		die("cannot allocate the ICMP receive buffer");
+}
+
+/* sockaddr_of() - socket address for a (v4-mapped or IPv6) address. */
+static socklen_t sockaddr_of(const union inany *a, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (inany_is4(a)) {
+		struct sockaddr_in *sa = (struct sockaddr_in *)ss;
+
+		sa->sin_family = AF_INET;
+		sa->sin_addr = a->v4m.a4;
+		return sizeof(*sa);
+	}
+	struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)ss;
+
+	sa6->sin6_family = AF_INET6;
+	sa6->sin6_addr = a->a6;
+	return sizeof(*sa6);
+}
+
+/* ping_close() - unregister and close a flow's socket, free the flow. */
+static void ping_close(struct ctx *c, struct flow *fl)
+{
+	struct ping_flow *pf = ping_of(fl);
+
+	if (pf->sock >= 0) {
+		if (c->epfd >= 0)
+			ep_del(c, pf->sock);
+		close(pf->sock);
+	}
+	flow_free(&c->flows, fl);
+}
+
+/* ping_evict_oldest() - make room: close the flow idle longest. */
+static void ping_evict_oldest(struct ctx *c)
+{
+	struct flow *fl, *old = NULL;
+
+	for (fl = flow_first(&c->flows, FLOW_PING); fl;
+	     fl = flow_next(&c->flows, fl)) {
+		if (!old || ts_ms_diff(&ping_of(fl)->last,
+				       &ping_of(old)->last) < 0)
+			old = fl;
+	}
+	if (old) {
+		ping_close(c, old);
+		c->icmp.evicted++;
+	}
+}
+
+/* ping_bind_outbound() - bind to the configured outbound address (-o). */
+static int ping_bind_outbound(const struct ctx *c, int s, bool v6)
+{
+	union inany a;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+
+	if (v6) {
+		if (in6_is_unspec(&c->conf.ip6.outbound))
+			return 0;
+		inany_from6(&a, &c->conf.ip6.outbound);
+	} else {
+		if (in4_is_unspec(&c->conf.ip4.outbound))
+			return 0;
+		inany_from4(&a, c->conf.ip4.outbound);
+	}
+	sl = sockaddr_of(&a, &ss);
+	return bind(s, (struct sockaddr *)&ss, sl) ? -errno : 0;
+}
+
+/* ping_open() - new flow for key k towards host address dst, with its
+ * connected socket registered in the loop. Returns NULL and sets *r. */
+static struct flow *ping_open(struct ctx *c, const struct flow_key *k,
+			      const union inany *dst, enum drop_reason *r)
+{
+	union eref ref = { .type = EREF_PING };
+	bool v6 = !inany_is4(dst);
+	struct sockaddr_storage ss;
+	struct ping_flow *pf;
+	struct flow *fl;
+	socklen_t sl;
+	int s;
+
+	if (c->flows.count[FLOW_PING] >= ICMP_FLOWS_MAX)
+		ping_evict_oldest(c);
+	fl = flow_alloc(&c->flows, FLOW_PING);
+	if (!fl) {
+		*r = DROP_FLOW_TABLE_FULL;
+		return NULL;
+	}
+	pf = ping_of(fl);
+	pf->sock = -1;
+	pf->guest_id = k->pa;
+	pf->last = c->now;
+	s = ping_socket(v6 ? AF_INET6 : AF_INET);
+	sl = sockaddr_of(dst, &ss);
+	ref.idx = flow_idx(&c->flows, fl);
+	if (s < 0 || ping_bind_outbound(c, s, v6) ||
+	    connect(s, (struct sockaddr *)&ss, sl) ||
+	    ep_add(c, s, EPOLLIN, ref)) {
+		debug("icmp: cannot open echo flow: %s",
+		      strerror(s < 0 ? -s : errno));
+		if (s >= 0)
+			close(s);
+		flow_free(&c->flows, fl);
+		*r = DROP_SOCKET_ERROR;
+		return NULL;
+	}
+	pf->sock = s;
+	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, k);
+	timer_request(c, ICMP_TIMEOUT_MS);
+	return fl;
+}
+
+/* ping_note_id() - learn the id the kernel bound the socket to. */
+static void ping_note_id(struct ping_flow *pf)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (pf->sock_id || getsockname(pf->sock, (struct sockaddr *)&ss, &sl))
+		return;
+	if (ss.ss_family == AF_INET)
+		pf->sock_id = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	else
+		pf->sock_id = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	if (pf->sock_id != pf->guest_id)
+		trace("icmp: echo id %u is %u on the host", pf->guest_id,
+		      pf->sock_id);
+}
+
+/* ping_send() - send the guest's echo request (header rebuilt, payload
+ * as is) on the flow's socket. The kernel fills id and checksum. */
+static enum drop_reason ping_send(struct ctx *c, struct ping_flow *pf,
+				  const struct pkt *p)
+{
+	uint8_t h[ICMP_HLEN] = { p->icmp.type, 0 };
+	struct iovec iov[2] = {
+		{ .iov_base = h, .iov_len = sizeof(h) },
+		{ .iov_base = (void *)p->payload, .iov_len = p->payload_len },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	wr16(h + 4, p->icmp.id);
+	wr16(h + 6, p->icmp.seq);
+	if (sendmsg(pf->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		debug("icmp: send: %s", strerror(errno));
+		return DROP_SOCKET_ERROR;
+	}
+	pf->last = c->now;
+	ping_note_id(pf);
+	c->icmp.requests++;
+	return DROP_NONE;
 }
 
 enum drop_reason icmp_input(struct ctx *c, const struct pkt *p)
 {
-	(void)c;
-	(void)p;
-	return DROP_NOT_IMPLEMENTED;
+	uint8_t req = p->is_v6 ? ICMP_ECHO_REQ6 : ICMP_ECHO_REQ4;
+	enum drop_reason r = DROP_NONE;
+	union inany guest, dst, host;
+	struct flow_key k;
+	struct flow *fl;
+
+	if (p->icmp.type != req || p->icmp.code != 0)
+		return DROP_ICMP_TYPE;
+	if (p->l4len < ICMP_HLEN)
+		return DROP_L4_SHORT;
+	if (!(p->is_v6 ? c->icmp.ping6_ok : c->icmp.ping4_ok))
+		return DROP_ICMP_DISABLED;
+	if (p->is_v6) {
+		inany_from6(&guest, &p->src6);
+		inany_from6(&dst, &p->dst6);
+	} else {
+		inany_from4(&guest, p->src4);
+		inany_from4(&dst, p->dst4);
+	}
+	flow_key_make(&k, p->l4proto, &guest, p->icmp.id, &dst, 0);
+	fl = flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k);
+	if (!fl) {
+		host = dst;
+		if (!nat_outbound(c, &host))
+			return p->is_v6 ? DROP_IP6_DST : DROP_IP4_DST;
+		fl = ping_open(c, &k, &host, &r);
+		if (!fl)
+			return r;
+	}
+	return ping_send(c, ping_of(fl), p);
+}
+
+/* ping_reply() - one message read from flow fl's socket: if it is an
+ * echo reply, hand it to the guest with the guest's own id. */
+static void ping_reply(struct ctx *c, struct flow *fl, uint8_t *m, size_t len,
+		       const struct sockaddr_storage *from)
+{
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	struct ping_flow *pf = ping_of(fl);
+	bool v6 = !inany_is4(&k->a);
+	union inany src;
+
+	if (len < ICMP_HLEN || m[0] != (v6 ? ICMP_ECHO_REPLY6 : ICMP_ECHO_REPLY4))
+		return;
+	if (from->ss_family == AF_INET6 && v6)
+		inany_from6(&src, &((const struct sockaddr_in6 *)from)->sin6_addr);
+	else if (from->ss_family == AF_INET && !v6)
+		inany_from4(&src, ((const struct sockaddr_in *)from)->sin_addr);
+	else
+		return;
+	nat_inbound(c, &src);
+	wr16(m + 4, pf->guest_id);
+	if (v6 ? tap_send_ip6(c, &src.a6, &k->a.a6, IPPROTO_ICMPV6, m, len)
+	       : tap_send_ip4(c, src.v4m.a4, k->a.v4m.a4, IPPROTO_ICMP, m, len))
+		c->icmp.replies++;
+	else
+		drop(c, DROP_TX_FULL);
 }
 
 void icmp_sock_handler(struct ctx *c, uint32_t idx, uint32_t events)
 {
-	(void)c;
-	(void)idx;
+	struct flow *fl = flow_at(&c->flows, idx);
+	struct ping_flow *pf;
+	int i;
+
 	(void)events;
+	if (!fl || fl->f.type != FLOW_PING || !c->icmp.rxbuf)
+		return;
+	pf = ping_of(fl);
+	/* Bounded: one busy flow cannot starve the loop. */
+	for (i = 0; i < ICMP_RX_BURST; i++) {
+		struct sockaddr_storage from;
+		socklen_t fl_len = sizeof(from);
+		ssize_t n;
+
+		n = recvfrom(pf->sock, c->icmp.rxbuf, ICMP_RX_BUF, MSG_DONTWAIT,
+			     (struct sockaddr *)&from, &fl_len);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			/* A pending error (e.g. host unreachable): reading
+			 * it clears it. Not relayed to the guest. */
+			debug("icmp: echo flow %u: %s", idx, strerror(errno));
+			continue;
+		}
+		pf->last = c->now;
+		ping_reply(c, fl, c->icmp.rxbuf, (size_t)n, &from);
+	}
 }
 
 void icmp_timer(struct ctx *c)
 {
-	(void)c;
+	int64_t next = -1;
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_PING); fl; fl = nx) {
+		int64_t idle = ts_ms_diff(&c->now, &ping_of(fl)->last);
+
+		nx = flow_next(&c->flows, fl);
+		if (idle >= ICMP_TIMEOUT_MS) {
+			ping_close(c, fl);
+			c->icmp.expired++;
+			continue;
+		}
+		if (next < 0 || ICMP_TIMEOUT_MS - idle < next)
+			next = ICMP_TIMEOUT_MS - idle;
+	}
+	if (next >= 0)
+		timer_request(c, next);
 }

@@ -1,4 +1,4 @@
-/* icmp.h - see icmp.c. */
+/* icmp.h - see icmp.c: ICMP/ICMPv6 echo forwarding via ping sockets. */
 #ifndef FERRY_ICMP_H
 #define FERRY_ICMP_H
 
@@ -9,16 +9,28 @@
 struct ctx;
 struct pkt;
 
+#define ICMP_FLOWS_MAX		1024	/* echo flows at once (then evict) */
+#define ICMP_TIMEOUT_MS		60000	/* flow idle lifetime */
+#define ICMP_RX_BURST		32	/* replies read per socket event */
+#define ICMP_RX_BUF		65536	/* largest ICMP message + slack */
+
 struct icmp_state {
 	bool ping4_ok, ping6_ok;	/* unprivileged ping sockets usable */
-	void *flows;			/* owned by icmp.c */
+	uint8_t *rxbuf;			/* ICMP_RX_BUF bytes, from icmp_init() */
+	uint64_t requests;		/* echo requests sent to the host */
+	uint64_t replies;		/* echo replies delivered to the guest */
+	uint64_t evicted;		/* flows evicted to admit new ones */
+	uint64_t expired;		/* flows closed after inactivity */
 };
 
+/* icmp_init() - probe ping sockets per family (once, at start-up), warn
+ * once when they are unavailable, allocate the receive buffer. */
 void icmp_init(struct ctx *c);
 /* icmp_input() - ICMP/ICMPv6 from the guest that is not NDP. */
 enum drop_reason icmp_input(struct ctx *c, const struct pkt *p);
 /* icmp_sock_handler() - reply readable on ping socket of flow idx. */
 void icmp_sock_handler(struct ctx *c, uint32_t idx, uint32_t events);
+/* icmp_timer() - close echo flows idle for ICMP_TIMEOUT_MS. */
 void icmp_timer(struct ctx *c);
 
 #endif /* FERRY_ICMP_H */
