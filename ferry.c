@@ -119,6 +119,7 @@ int main(int argc, char **argv)
 	nat_init(c);
 	pcap_init(c);
 	flow_init(&c->flows, 0);
+	ndp_init(c);
 	icmp_init(c);
 	tcp_init(c);
 	udp_init(c);

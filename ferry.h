@@ -20,6 +20,7 @@
 #include "flow.h"
 #include "tap.h"
 #include "icmp.h"
+#include "ndp.h"
 #include "tcp.h"
 #include "udp.h"
 
@@ -81,6 +82,7 @@ struct ctx {
 	int exit_code;
 
 	struct flowtab flows;		/* all ICMP/UDP/TCP flows */
+	struct ndp_state ndp;
 	struct icmp_state icmp;
 	struct tcp_state tcp;
 	struct udp_state udp;
