@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -18,6 +19,11 @@
 #include "fwd.h"
 
 enum mode { MODE_NS, MODE_VM };
+
+/* What --help, --version or --print-capabilities asked to print (then
+ * exit 0); the parser stops at the first of them. */
+enum conf_print { CONF_PRINT_NONE = 0, CONF_PRINT_HELP, CONF_PRINT_VERSION,
+		  CONF_PRINT_CAPS };
 
 #define CONF_MAX_DNS	4
 #define CONF_MAX_SEARCH	6
@@ -117,6 +123,15 @@ struct conf {
 	bool one_off;			/* -1 */
 	bool vhost_user;		/* --vhost-user */
 
+	/* More command-line state (conf.c) */
+	enum conf_print print;		/* --help/--version/... seen */
+	bool mtu_set, our_mac_set;	/* -m, -M given (else defaults) */
+	bool mtu_disabled_ip6;		/* -m below 1280 turned IPv6 off */
+	bool no_dns, no_search;		/* -D none, -S none: derive nothing */
+	bool no_map_host_lo, no_map_guest;	/* --map-*-... none */
+	bool freebind;			/* --freebind */
+	bool host_lo_to_ns_lo;		/* --host-lo-to-ns-lo (ns mode) */
+
 #ifdef FERRY_TEST
 	/* Test-only fault injection: per-mille rates per direction. */
 	unsigned int fault_drop, fault_dup, fault_reorder;
@@ -128,6 +143,16 @@ struct conf {
  * naming the offending option and exits 1 on bad input; handles --help
  * and --version (exit 0). */
 void conf_parse(struct conf *c, enum mode mode, int argc, char **argv);
+
+/* conf_parse_args() - the non-exiting core of conf_parse(): defaults, then
+ * argv. On bad input writes one line (no "ferry: " prefix, no newline)
+ * into err and returns false. --help/--version/--print-capabilities set
+ * c->print and stop parsing (nothing is printed). */
+bool conf_parse_args(struct conf *c, enum mode mode, int argc, char **argv,
+		     char *err, size_t errlen);
+
+/* conf_print_usage() - the --help text for a mode, into out. */
+void conf_print_usage(FILE *out, enum mode mode);
 
 /* conf_derive() - fill host-derived defaults (template interface,
  * addresses, gateway, MTU, nameservers, search list) for options not given

@@ -1,12 +1,326 @@
-/* fwd.c - placeholder until the port-forwarding parser lands. */
+/* fwd.c - the port-forwarding specification parser (-t/-u/-T/-U).
+ *
+ * Owns the text grammar of one option value and how repeated values merge
+ * into a struct fwd_spec (fwd.h). A value is
+ *
+ *	none | auto | [BIND/]all | [BIND/]ITEM[,ITEM]...
+ *	BIND := ADDR | ADDR%IF | %IF	(ADDR: IPv4 or IPv6, optionally [ ])
+ *	ITEM := [~]FIRST[-LAST][:TFIRST[-TLAST]]
+ *
+ * An ITEM without '~' forwards ports FIRST..LAST to TFIRST.. (same port
+ * when no ':'); a target range must have the same size as the source.
+ * '~' excludes ports: from the ports listed so far (in this and earlier
+ * values) and from any later "all". A value made only of exclusions means
+ * "all except", when nothing was forwarded before (with "auto", excl[]
+ * lists ports auto-forwarding must skip). Port 0 is never valid.
+ *
+ * Merging: "none" resets an option that has no ports yet (podman writes
+ * "-t none" only when it has no ports, but users may prepend it); "none"
+ * after ports is a conflict. "all" and "auto" exclude each other. Listing
+ * a port again with a different target or bind is an error; the same
+ * mapping twice is harmless. Each BIND prefix gets an entry in binds[]
+ * (index 0 is the wildcard), so values with different prefixes coexist.
+ *
+ * Errors name the offending part of the value; on error *f may be left
+ * partly updated (the caller exits).
+ */
+#include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "fwd.h"
+
+#define PORT_BITS(f, p)	((f)[(p) / 64])
+#define PORT_BIT(p)	(1ULL << ((p) % 64))
+
+struct range {
+	unsigned int lo, hi;		/* source ports */
+	unsigned int tlo;		/* first target port */
+	bool excl;
+};
+
+static bool fail(char *err, size_t errlen, const char *what, const char *s,
+		 size_t len)
+{
+	snprintf(err, errlen, "%s '%.*s'", what, (int)len, s);
+	return false;
+}
+
+/* parse_port() - a decimal port 1..65535 spanning exactly [s, end).
+ * Returns 0 when the text is not such a port. */
+static unsigned int parse_port(const char *s, const char *end)
+{
+	unsigned long v = 0;
+	const char *p;
+
+	if (s == end || end - s > 5)
+		return 0;
+	for (p = s; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return 0;
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	return v >= 1 && v <= 65535 ? (unsigned int)v : 0;
+}
+
+/* parse_span() - "A" or "A-B" in [s, end) into *lo, *hi. */
+static bool parse_span(const char *s, const char *end, unsigned int *lo,
+		       unsigned int *hi, char *err, size_t errlen)
+{
+	const char *dash = memchr(s, '-', (size_t)(end - s));
+
+	*lo = parse_port(s, dash ? dash : end);
+	*hi = dash ? parse_port(dash + 1, end) : *lo;
+	if (!*lo || !*hi)
+		return fail(err, errlen, "bad port or range", s,
+			    (size_t)(end - s));
+	if (*lo > *hi)
+		return fail(err, errlen, "bad port range", s,
+			    (size_t)(end - s));
+	return true;
+}
+
+/* parse_item() - one ITEM in [s, end) into *r. */
+static bool parse_item(const char *s, const char *end, struct range *r,
+		       char *err, size_t errlen)
+{
+	const char *item = s, *colon;
+	unsigned int tlo, thi;
+
+	r->excl = s < end && *s == '~';
+	if (r->excl)
+		s++;
+	colon = memchr(s, ':', (size_t)(end - s));
+	if (!parse_span(s, colon ? colon : end, &r->lo, &r->hi, err, errlen))
+		return false;
+	r->tlo = r->lo;
+	if (!colon)
+		return true;
+	if (r->excl)
+		return fail(err, errlen, "an exclusion cannot have a target",
+			    item, (size_t)(end - item));
+	if (!parse_span(colon + 1, end, &tlo, &thi, err, errlen))
+		return false;
+	if (thi != tlo && thi - tlo != r->hi - r->lo)
+		return fail(err, errlen, "source and target ranges differ in size",
+			    item, (size_t)(end - item));
+	if (tlo + (r->hi - r->lo) > 65535)
+		return fail(err, errlen, "target range passes port 65535",
+			    item, (size_t)(end - item));
+	r->tlo = tlo;
+	return true;
+}
+
+/* parse_bind() - the text before '/' ([s, end)) into *b. */
+static bool parse_bind(const char *s, const char *end, struct fwd_bind *b,
+		       char *err, size_t errlen)
+{
+	const char *pct = memchr(s, '%', (size_t)(end - s));
+	const char *aend = pct ? pct : end;
+	char addr[INET6_ADDRSTRLEN + 2];
+	size_t alen = (size_t)(aend - s);
+
+	memset(b, 0, sizeof(*b));
+	if (pct) {
+		size_t iflen = (size_t)(end - pct - 1);
+
+		if (!iflen || iflen >= IFNAMSIZ)
+			return fail(err, errlen, "bad interface name", pct + 1,
+				    iflen);
+		memcpy(b->ifname, pct + 1, iflen);
+	}
+	if (alen >= 2 && s[0] == '[' && aend[-1] == ']') {
+		s++;
+		alen -= 2;
+	}
+	if (!alen)
+		return pct ? true : fail(err, errlen, "empty bind address", s, 0);
+	if (alen >= sizeof(addr))
+		return fail(err, errlen, "bad bind address", s, alen);
+	memcpy(addr, s, alen);
+	addr[alen] = '\0';
+	if (inet_pton(AF_INET, addr, &b->addr4) == 1)
+		b->has_addr4 = true;
+	else if (inet_pton(AF_INET6, addr, &b->addr6) == 1)
+		b->has_addr6 = true;
+	else
+		return fail(err, errlen, "bad bind address", s, alen);
+	return true;
+}
+
+/* bind_index() - the binds[] entry equal to *b, added if new. */
+static int bind_index(struct fwd_spec *f, const struct fwd_bind *b,
+		      char *err, size_t errlen)
+{
+	unsigned int i;
+
+	if (!f->nbinds)
+		f->nbinds = 1;		/* binds[0]: wildcard, all zero */
+	for (i = 0; i < f->nbinds; i++)
+		if (!memcmp(&f->binds[i], b, sizeof(*b)))
+			return (int)i;
+	if (f->nbinds >= FWD_BIND_MAX) {
+		snprintf(err, errlen, "more than %d different bind prefixes",
+			 FWD_BIND_MAX - 1);
+		return -1;
+	}
+	f->binds[f->nbinds] = *b;
+	if (!f->has_addr4 && !f->has_addr6 && !f->ifname[0]) {
+		f->has_addr4 = b->has_addr4;
+		f->has_addr6 = b->has_addr6;
+		f->addr4 = b->addr4;
+		f->addr6 = b->addr6;
+		memcpy(f->ifname, b->ifname, IFNAMSIZ);
+	}
+	return (int)f->nbinds++;
+}
+
+/* add_range() - forward r->lo..r->hi to r->tlo.. bound at bind. */
+static bool add_range(struct fwd_spec *f, const struct range *r, uint8_t bind,
+		      char *err, size_t errlen)
+{
+	unsigned int p;
+
+	for (p = r->lo; p <= r->hi; p++) {
+		uint16_t delta = (uint16_t)(r->tlo - r->lo);
+
+		if ((PORT_BITS(f->map, p) & PORT_BIT(p)) && f->mode == FWD_SPEC &&
+		    (f->delta[p] != delta || f->bind[p] != bind)) {
+			snprintf(err, errlen, "port %u given twice with different "
+				 "targets or addresses", p);
+			return false;
+		}
+		PORT_BITS(f->map, p) |= PORT_BIT(p);
+		f->delta[p] = delta;
+		f->bind[p] = bind;
+	}
+	return true;
+}
+
+/* set_all() - forward every port except exclusions, bound at bind;
+ * ports with an explicit mapping keep it. */
+static void set_all(struct fwd_spec *f, uint8_t bind)
+{
+	unsigned int p;
+
+	for (p = 1; p <= 65535; p++) {
+		if (PORT_BITS(f->map, p) & PORT_BIT(p))
+			continue;
+		PORT_BITS(f->map, p) |= PORT_BIT(p);
+		f->delta[p] = 0;
+		f->bind[p] = bind;
+	}
+}
+
+/* apply_excl() - drop excluded ports from the map. */
+static void apply_excl(struct fwd_spec *f)
+{
+	unsigned int w;
+
+	for (w = 0; w < FWD_BITMAP_WORDS; w++)
+		f->map[w] &= ~f->excl[w];
+}
+
+static bool has_ports(const struct fwd_spec *f)
+{
+	unsigned int w;
+
+	for (w = 0; w < FWD_BITMAP_WORDS; w++)
+		if (f->map[w])
+			return true;
+	return false;
+}
+
+/* set_mode() - merge a keyword's mode with what earlier values set. */
+static bool set_mode(struct fwd_spec *f, enum fwd_mode m, const char *kw,
+		     char *err, size_t errlen)
+{
+	bool conflict;
+
+	if (m == FWD_NONE)
+		conflict = f->mode != FWD_NONE || has_ports(f);
+	else
+		conflict = (f->mode == FWD_ALL && m == FWD_AUTO) ||
+			   (f->mode == FWD_AUTO && m == FWD_ALL);
+	if (conflict) {
+		snprintf(err, errlen, "'%s' conflicts with ports given earlier",
+			 kw);
+		return false;
+	}
+	if (m != FWD_NONE || f->mode == FWD_NONE)
+		f->mode = m;
+	return true;
+}
+
+/* parse_list() - comma-separated ITEMs in [s, end), bound at bind. */
+static bool parse_list(struct fwd_spec *f, const char *s, const char *end,
+		       uint8_t bind, char *err, size_t errlen)
+{
+	bool any_fwd = false, had_ports = has_ports(f) || f->mode == FWD_ALL;
+	struct range r;
+	unsigned int p;
+
+	while (s <= end) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		const char *iend = comma ? comma : end;
+
+		if (!parse_item(s, iend, &r, err, errlen))
+			return false;
+		if (r.excl) {
+			for (p = r.lo; p <= r.hi; p++)
+				PORT_BITS(f->excl, p) |= PORT_BIT(p);
+		} else {
+			if (f->mode == FWD_NONE)
+				f->mode = FWD_SPEC;
+			if (!add_range(f, &r, bind, err, errlen))
+				return false;
+			any_fwd = true;
+		}
+		s = iend + 1;
+	}
+	/* "~22" alone: all except 22 (after "auto": auto except 22) */
+	if (!any_fwd && !had_ports && f->mode != FWD_AUTO) {
+		f->mode = FWD_ALL;
+		set_all(f, bind);
+	}
+	return true;
+}
 
 bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 		    char *err, size_t errlen)
 {
-	(void)f;
-	(void)allow_auto;
-	snprintf(err, errlen, "port forwarding not implemented yet: '%s'", arg);
-	return false;
+	const char *slash = strchr(arg, '/'), *ports = slash ? slash + 1 : arg;
+	struct fwd_bind b;
+	int bind = 0;
+
+	f->given = true;
+	if (!f->nbinds)
+		f->nbinds = 1;
+	if (!strcmp(arg, "none"))
+		return set_mode(f, FWD_NONE, arg, err, errlen);
+	if (!strcmp(arg, "auto")) {
+		if (!allow_auto)
+			return fail(err, errlen, "'auto' is not available here",
+				    arg, strlen(arg));
+		return set_mode(f, FWD_AUTO, arg, err, errlen);
+	}
+	if (slash) {
+		if (!parse_bind(arg, slash, &b, err, errlen))
+			return false;
+		if ((bind = bind_index(f, &b, err, errlen)) < 0)
+			return false;
+	}
+	if (!*ports)
+		return fail(err, errlen, "no ports in", arg, strlen(arg));
+	if (!strcmp(ports, "all")) {
+		if (!set_mode(f, FWD_ALL, ports, err, errlen))
+			return false;
+		set_all(f, (uint8_t)bind);
+	} else if (!parse_list(f, ports, ports + strlen(ports), (uint8_t)bind,
+			       err, errlen)) {
+		return false;
+	}
+	apply_excl(f);
+	return true;
 }

@@ -16,6 +16,16 @@
 enum fwd_mode { FWD_NONE = 0, FWD_SPEC, FWD_ALL, FWD_AUTO };
 
 #define FWD_BITMAP_WORDS	(65536 / 64)
+#define FWD_BIND_MAX		16	/* distinct ADDR%IF/ prefixes per spec */
+
+/* Where the host side of a forwarded port listens: an address (either
+ * family) and/or an interface. All fields clear: any address. */
+struct fwd_bind {
+	bool has_addr4, has_addr6;
+	struct in_addr addr4;
+	struct in6_addr addr6;
+	char ifname[IFNAMSIZ];
+};
 
 struct fwd_spec {
 	enum fwd_mode mode;
@@ -26,6 +36,16 @@ struct fwd_spec {
 	struct in_addr addr4;
 	struct in6_addr addr6;
 	char ifname[IFNAMSIZ];
+
+	/* Per-port binds: several values of one option may carry different
+	 * ADDR%IF/ prefixes (podman: "-t 127.0.0.1/8080:80 -t 8443:443").
+	 * binds[0] is the wildcard; bind[port] indexes binds[]. The fields
+	 * above mirror the first prefixed value, for simple consumers. */
+	uint8_t bind[65536];
+	struct fwd_bind binds[FWD_BIND_MAX];
+	unsigned int nbinds;			/* used entries, >= 1 once parsed */
+	uint64_t excl[FWD_BITMAP_WORDS];	/* ~N exclusions seen so far */
+	bool given;				/* the option appeared at all */
 };
 
 /* fwd_spec_parse() - parse one option value ("none", "all", "auto",
@@ -38,6 +58,13 @@ bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 static inline bool fwd_port_set(const struct fwd_spec *f, uint16_t port)
 {
 	return f->map[port / 64] >> (port % 64) & 1;
+}
+
+/* fwd_port_bind() - where the host side of a forwarded port binds. */
+static inline const struct fwd_bind *fwd_port_bind(const struct fwd_spec *f,
+						   uint16_t port)
+{
+	return &f->binds[f->bind[port] < FWD_BIND_MAX ? f->bind[port] : 0];
 }
 
 static inline uint16_t fwd_target(const struct fwd_spec *f, uint16_t port)
