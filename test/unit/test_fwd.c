@@ -1,0 +1,256 @@
+/* test_fwd.c - port forwarding specs (-t/-u/-T/-U): keywords, lists,
+ * ranges, mappings, exclusions, bind prefixes, merging, and every class
+ * of bad input with the message naming the bad part. */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fwd.h"
+#include "unit.h"
+
+static char err[256];
+
+static struct fwd_spec *spec(void)
+{
+	err[0] = '\0';
+	return calloc(1, sizeof(struct fwd_spec));
+}
+
+/* parse() - one value into f (allow_auto on). */
+static bool parse(struct fwd_spec *f, const char *arg)
+{
+	return fwd_spec_parse(f, arg, true, err, sizeof(err));
+}
+
+/* count() - forwarded ports. */
+static unsigned int count(const struct fwd_spec *f)
+{
+	unsigned int p, n = 0;
+
+	for (p = 0; p < 65536; p++)
+		n += fwd_port_set(f, (uint16_t)p);
+	return n;
+}
+
+TEST(fwd_keywords)
+{
+	struct fwd_spec *f = spec();
+
+	CHECK(parse(f, "none"));
+	CHECK_EQ(f->mode, FWD_NONE);
+	CHECK(f->given);
+	CHECK_EQ(count(f), 0);
+	CHECK(parse(f, "all"));
+	CHECK_EQ(f->mode, FWD_ALL);
+	CHECK_EQ(count(f), 65535);	/* port 0 never */
+	CHECK(!fwd_port_set(f, 0));
+	free(f);
+
+	f = spec();
+	CHECK(parse(f, "auto"));
+	CHECK_EQ(f->mode, FWD_AUTO);
+	CHECK_EQ(count(f), 0);
+	free(f);
+
+	f = spec();
+	CHECK(!fwd_spec_parse(f, "auto", false, err, sizeof(err)));
+	CHECK(strstr(err, "'auto'"));
+	free(f);
+}
+
+TEST(fwd_lists_ranges_mappings)
+{
+	struct fwd_spec *f = spec();
+
+	CHECK(parse(f, "22,80-82:8080-8082,1000-1010:2000,5000:6000"));
+	CHECK_EQ(f->mode, FWD_SPEC);
+	CHECK_EQ(count(f), 1 + 3 + 11 + 1);
+	CHECK(fwd_port_set(f, 22) && fwd_target(f, 22) == 22);
+	CHECK_EQ(fwd_target(f, 81), 8081);
+	CHECK_EQ(fwd_target(f, 1010), 2010);
+	CHECK_EQ(fwd_target(f, 5000), 6000);
+	CHECK(!fwd_port_set(f, 83) && !fwd_port_set(f, 999));
+	/* Target below the source: delta wraps, target is still right. */
+	CHECK(parse(f, "9000:80"));
+	CHECK_EQ(fwd_target(f, 9000), 80);
+	CHECK(parse(f, "65535"));
+	CHECK(fwd_port_set(f, 65535));
+	free(f);
+}
+
+TEST(fwd_bad_ports_named)
+{
+	static const struct { const char *in, *part; } bad[] = {
+		{ "90-80", "bad port range '90-80'" },
+		{ "0", "'0'" }, { "65536", "'65536'" }, { "abc", "'abc'" },
+		{ "80,", "''" }, { ",80", "''" }, { "80-", "'80-'" },
+		{ "-80", "'-80'" }, { "80:", "''" }, { "1-2-3", "'1-2-3'" },
+		{ "+80", "'+80'" }, { " 80", "' 80'" }, { "100000", "'100000'" },
+		{ "80-90:1000-1005", "differ in size" },
+		{ "80:1000-1005", "differ in size" },
+		{ "65530-65535:65534", "passes port 65535" },
+		{ "~80:8080", "exclusion cannot have a target" },
+		{ "", "no ports" },
+	};
+	struct fwd_spec *f;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = spec();
+		if (parse(f, bad[i].in) || !strstr(err, bad[i].part)) {
+			printf("  input '%s' gave '%s'\n", bad[i].in, err);
+			free(f);
+			CHECK(0);
+		}
+		CHECK(!strchr(err, '\n'));
+		free(f);
+	}
+	f = spec();
+	CHECK(!parse(f, "90-80"));
+	CHECK(!strcmp(err, "bad port range '90-80'"));
+	free(f);
+}
+
+TEST(fwd_exclusions)
+{
+	struct fwd_spec *f = spec();
+
+	/* Only exclusions: all but those (libvirt writes "~22"). */
+	CHECK(parse(f, "~22,~100-199"));
+	CHECK_EQ(f->mode, FWD_ALL);
+	CHECK_EQ(count(f), 65535 - 1 - 100);
+	CHECK(!fwd_port_set(f, 22) && !fwd_port_set(f, 150));
+	CHECK(fwd_port_set(f, 21) && fwd_port_set(f, 200));
+	/* A later "all" keeps the exclusions. */
+	CHECK(parse(f, "all"));
+	CHECK(!fwd_port_set(f, 22));
+	free(f);
+
+	/* Exclusion from the preceding list, also across values. */
+	f = spec();
+	CHECK(parse(f, "1000-1010,~1005"));
+	CHECK_EQ(count(f), 10);
+	CHECK(!fwd_port_set(f, 1005));
+	CHECK(parse(f, "~1000"));
+	CHECK_EQ(f->mode, FWD_SPEC);
+	CHECK_EQ(count(f), 9);
+	free(f);
+
+	/* After auto: recorded for auto-forwarding to skip. */
+	f = spec();
+	CHECK(parse(f, "auto"));
+	CHECK(parse(f, "~53"));
+	CHECK_EQ(f->mode, FWD_AUTO);
+	CHECK(f->excl[0] >> 53 & 1);
+	free(f);
+}
+
+TEST(fwd_bind_prefixes)
+{
+	struct fwd_spec *f = spec();
+	const struct fwd_bind *b;
+	struct in6_addr a6;
+
+	CHECK(parse(f, "198.51.100.1/8080-8080:80-80"));	/* podman */
+	CHECK(f->has_addr4 && !f->has_addr6);
+	CHECK_EQ(ntohl(f->addr4.s_addr), 0xc6336401);
+	CHECK(parse(f, "[2001:db8::1]%eth0/443"));
+	CHECK(parse(f, "%lo/22"));
+	CHECK(parse(f, "2001:db8::2/53"));
+	CHECK(parse(f, "9090"));
+	CHECK_EQ(fwd_target(f, 8080), 80);
+	b = fwd_port_bind(f, 8080);
+	CHECK(b->has_addr4 && !b->ifname[0]);
+	b = fwd_port_bind(f, 443);
+	inet_pton(AF_INET6, "2001:db8::1", &a6);
+	CHECK(b->has_addr6 && !memcmp(&b->addr6, &a6, 16));
+	CHECK(!strcmp(b->ifname, "eth0"));
+	b = fwd_port_bind(f, 22);
+	CHECK(!b->has_addr4 && !b->has_addr6 && !strcmp(b->ifname, "lo"));
+	CHECK(fwd_port_bind(f, 53)->has_addr6);
+	b = fwd_port_bind(f, 9090);
+	CHECK(!b->has_addr4 && !b->has_addr6 && !b->ifname[0]);
+	/* Legacy single-bind fields still mirror the first prefix. */
+	CHECK(f->has_addr4 && !f->has_addr6 && !f->ifname[0]);
+	CHECK_EQ(f->nbinds, 5);
+	free(f);
+
+	/* libvirt: ADDR%DEV/ with "all", and %DEV/ alone. */
+	f = spec();
+	CHECK(parse(f, "198.51.100.1%eth0/all"));
+	CHECK_EQ(f->mode, FWD_ALL);
+	CHECK(!strcmp(fwd_port_bind(f, 1)->ifname, "eth0"));
+	free(f);
+}
+
+TEST(fwd_bad_prefixes)
+{
+	static const struct { const char *in, *part; } bad[] = {
+		{ "1.2.3/80", "bad bind address '1.2.3'" },
+		{ "198.51.100.1%/80", "bad interface name" },
+		{ "%abcdefghijklmnopq/80", "bad interface name" },
+		{ "/80", "empty bind address" },
+		{ "198.51.100.1/", "no ports" },
+		{ "[198.51.100.1/80", "bad bind address" },
+		{ "2001:db8::zz/80", "bad bind address" },
+		{ "198.51.100.1/90-80", "'90-80'" },
+	};
+	struct fwd_spec *f;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = spec();
+		if (parse(f, bad[i].in) || !strstr(err, bad[i].part)) {
+			printf("  input '%s' gave '%s'\n", bad[i].in, err);
+			free(f);
+			CHECK(0);
+		}
+		free(f);
+	}
+}
+
+TEST(fwd_merging)
+{
+	struct fwd_spec *f = spec();
+	char v[64];
+	int i;
+
+	/* "none" first, then ports (user option plus podman's -t): ports. */
+	CHECK(parse(f, "none"));
+	CHECK(parse(f, "80"));
+	CHECK_EQ(f->mode, FWD_SPEC);
+	CHECK(parse(f, "443"));
+	CHECK_EQ(count(f), 2);
+	CHECK(parse(f, "80"));			/* same mapping again: fine */
+	CHECK(!parse(f, "80:8080"));		/* different target */
+	CHECK(strstr(err, "port 80"));
+	CHECK(!parse(f, "198.51.100.1/443"));	/* different bind */
+	CHECK(!parse(f, "none"));
+	CHECK(strstr(err, "'none'"));
+	free(f);
+
+	f = spec();
+	CHECK(parse(f, "all"));
+	CHECK(!parse(f, "auto"));
+	CHECK(parse(f, "80:8080"));		/* explicit mapping in all */
+	CHECK_EQ(fwd_target(f, 80), 8080);
+	free(f);
+
+	f = spec();
+	CHECK(parse(f, "auto"));
+	CHECK(!parse(f, "all"));
+	CHECK(parse(f, "8080"));		/* auto plus fixed ports */
+	CHECK_EQ(f->mode, FWD_AUTO);
+	CHECK(fwd_port_set(f, 8080));
+	free(f);
+
+	/* Bounded bind table. */
+	f = spec();
+	for (i = 1; i < FWD_BIND_MAX; i++) {
+		snprintf(v, sizeof(v), "198.51.100.%d/%d", i, 1000 + i);
+		CHECK(parse(f, v));
+	}
+	CHECK(!parse(f, "198.51.100.200/2000"));
+	CHECK(strstr(err, "bind prefixes"));
+	free(f);
+}
