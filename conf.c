@@ -593,10 +593,13 @@ static bool h_netns(struct conf *c, struct pstate *ps, const struct opt *o,
 	if (!*arg)
 		return bad(ps, "empty path");
 	if (strchr(arg, '/'))
-		snprintf(path, sizeof(path), "%s", arg);
-	else if (snprintf(path, sizeof(path), "/run/netns/%s", arg) >=
-		 (int)sizeof(path))
-		return bad(ps, "'%.40s...' is too long", arg);
+		return (ps->saw_netns = true) &&
+		       copy_str(ps, c->netns_path, sizeof(c->netns_path), arg,
+				"path");
+	if (snprintf(path, sizeof(path), "/run/netns/%s", arg) >=
+	    (int)sizeof(path))
+		return bad(ps, "'%.40s...' is too long for a namespace name",
+			   arg);
 	ps->saw_netns = true;
 	return copy_str(ps, c->netns_path, sizeof(c->netns_path), path,
 			"path");
