@@ -19,7 +19,10 @@
 #              run.sh can append a second, uncompressed cpio carrying the test
 #              script (the kernel unpacks concatenated archives in order and
 #              requires an uncompressed archive to start 4-byte aligned).
-#              Contents: busybox-static (+ applet links), the virtio_net and
+#              Contents: busybox (+ applet links; the static or the dynamic
+#              flavour, whichever is installed, else the dynamic one: the
+#              two Debian packages conflict and CI installs `busybox`,
+#              which a busybox-static install would remove), the virtio_net and
 #              virtio_pci modules and their dependencies in load order
 #              (decompressed when the kernel ships .ko.xz/.ko.zst/.ko.gz since
 #              busybox insmod loads raw ELF only), the test tools listed in
@@ -47,7 +50,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${1:-${FERRY_GUEST_CACHE:-/var/tmp/ferry-guest}}
 # Test tools copied into the guest with their shared libraries.
 TOOLS="iperf3"
-PKGS="linux-image-amd64 busybox-static qemu-system-x86 cpio iperf3 xz-utils"
+PKGS="linux-image-amd64 qemu-system-x86 cpio iperf3 xz-utils"
 PKGS="$PKGS zstd gzip"
 # Modules the guest loads (dependencies are added from modules.dep).
 MODULES="virtio_pci virtio_net"
@@ -67,6 +70,8 @@ ensure_packages() {
 	for p in $PKGS; do
 		pkg_installed "$p" || missing="$missing $p"
 	done
+	pkg_installed busybox-static || pkg_installed busybox ||
+		missing="$missing busybox"
 	[ -z "$missing" ] && return 0
 	[ "$(id -u)" = 0 ] || die "missing packages:$missing (need root)"
 	log "installing:$missing"
@@ -162,11 +167,19 @@ copy_module() {
 	esac
 }
 
-# copy_tool() - copy executable $1 and the libraries ldd finds into root $2
+# tool_libs() - print the shared libraries (and loader) of executable $1;
+# nothing for a static one
+tool_libs() {
+	{ ldd "$1" 2>/dev/null || true; } |
+		awk '/=> \//{print $3} /^\t\//{print $1}'
+}
+
+# copy_tool() - copy executable $1 into directory $3 of root $2, and its
+# shared libraries to the same paths as on the host
 copy_tool() {
-	local bin=$1 root=$2 lib
-	install -D -m 755 "$bin" "$root/usr/bin/$(basename "$bin")"
-	for lib in $(ldd "$bin" | awk '/=> \//{print $3} /^\t\//{print $1}'); do
+	local bin=$1 root=$2 dir=$3 lib
+	install -D -m 755 "$bin" "$root$dir/$(basename "$bin")"
+	for lib in $(tool_libs "$bin"); do
 		[ -e "$root$lib" ] && continue
 		install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
 	done
@@ -175,9 +188,9 @@ copy_tool() {
 # inputs() - print everything the build depends on, one item a line
 inputs() {
 	local kver=$1 files="" t pkgs
-	for t in $TOOLS; do
+	for t in /bin/busybox $TOOLS; do
 		t=$(command -v "$t") || die "tool $t not found"
-		t="$t $(ldd "$t" | awk '/=> \//{print $3}')"
+		t="$t $(tool_libs "$t")"
 		# usrmerge: dpkg knows some by the resolved path, some not
 		# shellcheck disable=SC2086
 		files="$files $t $(readlink -f $t)"
@@ -186,7 +199,7 @@ inputs() {
 	pkgs=$(dpkg-query -S $files 2>/dev/null | cut -d: -f1 | tr ', ' '\n\n')
 	# shellcheck disable=SC2086
 	dpkg-query -W -f='${Package} ${Version}\n' "linux-image-$kver" \
-		busybox-static $pkgs | sort -u
+		$pkgs | sort -u
 	sha256sum "$HERE/build.sh" "$HERE/init" "$HERE/udhcpc.script" |
 		awk '{print $1}'
 }
@@ -196,7 +209,7 @@ build_initramfs() {
 	local kver=$1 root=$2 out=$3 m a
 	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,run,tmp,etc}
 	mkdir -p "$root"/lib/modules "$root"/root
-	install -m 755 /bin/busybox "$root/bin/busybox"
+	copy_tool /bin/busybox "$root" /bin
 	for a in $(/bin/busybox --list); do
 		[ "$a" = busybox ] || ln -s busybox "$root/bin/$a"
 	done
@@ -206,7 +219,7 @@ build_initramfs() {
 		echo "$a" >> "$root/lib/modules/load-order"
 	done
 	for a in $TOOLS; do
-		copy_tool "$(command -v "$a")" "$root"
+		copy_tool "$(command -v "$a")" "$root" /usr/bin
 	done
 	install -m 755 "$HERE/init" "$root/init"
 	install -D -m 755 "$HERE/udhcpc.script" "$root/etc/udhcpc/default.script"
