@@ -1,18 +1,50 @@
-"""Command-line behaviour: bad input gets one clear line and exit 1."""
+"""Command-line behaviour: bad input gets one clear line and exit 1; --help
+documents every option of the table in conf.c; the man page too; the
+command lines podman, libvirt and qemu use parse in the real binary."""
+import json
+import os
+import re
 import subprocess
 
-from conftest import FERRY
+import pytest
+
+from conftest import FERRY, ROOT
 
 
-def ferry(*args, timeout=10):
-    return subprocess.run([FERRY, *args], capture_output=True, text=True,
-                          timeout=timeout)
+def ferry(*args, timeout=10, argv0=None):
+    return subprocess.run([argv0 or FERRY, *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def table_options():
+    """(name, modes) for every option in conf.c's opts[] table."""
+    src = (ROOT / "conf.c").read_text()
+    body = src[src.index("static const struct opt opts[]"):]
+    body = body[:body.index("};")]
+    full = re.findall(r'\{\s*"([a-z0-9-]+)",\s*(?:\'.\'|0),\s*'
+                      r'(?:"[^"]*"|NULL),\s*(M_[A-Z]+)', body)
+    flags = re.findall(r'FLAG\("([a-z0-9-]+)",\s*(M_[A-Z]+)', body)
+    opts = full + flags
+    assert len(opts) > 60, "option table not found in conf.c"
+    return opts
+
+
+def one_error_line(r, *parts):
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    lines = r.stderr.strip("\n").split("\n")
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("ferry: "), lines[0]
+    for p in parts:
+        assert p in lines[0], (p, lines[0])
+    assert r.stdout == ""
 
 
 def test_version():
-    r = ferry("--version")
-    assert r.returncode == 0
-    assert r.stdout.startswith("ferry ")
+    for args in (["--version"], ["ns", "--version"], ["vm", "--version"]):
+        r = ferry(*args)
+        assert r.returncode == 0
+        assert r.stdout.startswith("ferry ")
+        assert len(r.stdout.splitlines()) == 1
 
 
 def test_no_mode_is_an_error():
@@ -24,6 +56,110 @@ def test_no_mode_is_an_error():
 
 def test_unknown_option_named():
     r = ferry("ns", "--no-such-option")
-    assert r.returncode == 1
-    assert "--no-such-option" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
+    one_error_line(r, "--no-such-option")
+
+
+@pytest.mark.parametrize("args,parts", [
+    (["ns", "--mtu", "70000"], ["--mtu", "'70000'", "68-65520"]),
+    (["vm", "-m", "abc"], ["-m", "'abc'"]),
+    (["ns", "-t", "90-80"], ["-t", "'90-80'"]),
+    (["vm", "--udp-ports", "80:1000-1005"], ["--udp-ports", "80:1000-1005"]),
+    (["ns", "-a", "198.51.100.1/40"], ["-a", "'40'"]),
+    (["ns", "--netmask", "255.0.255.0"], ["--netmask", "255.0.255.0"]),
+    (["vm", "--mac-addr", "9a:55:9a"], ["--mac-addr", "9a:55:9a"]),
+    (["ns", "-4", "-6"], ["-6", "-4"]),
+    (["ns", "--one-off"], ["--one-off", "vm"]),
+    (["vm", "--netns", "/run/netns/x"], ["--netns", "ns"]),
+    (["vm", "-T", "80"], ["-T", "ns"]),
+    (["vm", "stray"], ["'stray'"]),
+    (["ns", "--mtu"], ["--mtu", "value"]),
+    (["ns", "-D", "not-an-address"], ["-D", "not-an-address"]),
+    (["ns", "--log-size", "12"], ["--log-size", "'12'"]),
+    (["ns", "--runas", "no-such-user-zz"], ["--runas", "no-such-user-zz"]),
+    (["ns", "--hostname", "bad\nname"], ["--hostname", "bad?name"]),
+])
+def test_bad_value_one_line_exit_1(args, parts):
+    one_error_line(ferry(*args), *parts)
+
+
+def test_help_lists_every_option():
+    opts = table_options()
+    text = {}
+    for mode in ("ns", "vm"):
+        r = ferry(mode, "--help")
+        assert r.returncode == 0 and r.stderr == ""
+        assert r.stdout.startswith(f"Usage: ferry {mode}")
+        text[mode] = r.stdout
+    for name, modes in opts:
+        want = {"M_ALL": ("ns", "vm"), "M_NS": ("ns",), "M_VM": ("vm",)}[modes]
+        for mode in ("ns", "vm"):
+            present = re.search(r"--%s\b(?!-)" % re.escape(name), text[mode])
+            assert bool(present) == (mode in want), (name, mode)
+
+
+def test_man_page_documents_every_option():
+    man = (ROOT / "doc" / "ferry.1").read_text()
+    plain = man.replace("\\-", "-").replace("\\fB", "").replace("\\fR", "") \
+               .replace("\\fI", "")
+    missing = [n for n, _ in table_options()
+               if not re.search(r"--%s\b(?!-)" % re.escape(n), plain)]
+    assert not missing, f"doc/ferry.1 lacks: {missing}"
+    for section in (".SH SYNOPSIS", ".SH OPTIONS", ".SH EXIT STATUS",
+                    ".SH EXAMPLES"):
+        assert section in man
+
+
+@pytest.fixture
+def links(tmp_path):
+    """pasta and passt links to the binary, as packagers install them."""
+    for name in ("pasta", "passt"):
+        os.symlink(FERRY, tmp_path / name)
+    return tmp_path
+
+
+def test_program_names_pick_the_mode(links):
+    r = ferry("--help", argv0=str(links / "pasta"))
+    assert r.returncode == 0 and "ferry ns" in r.stdout
+    r = ferry("--help", argv0=str(links / "passt"))
+    assert r.returncode == 0 and "ferry vm" in r.stdout
+    one_error_line(ferry("--config-net", argv0=str(links / "passt")),
+                   "--config-net")
+
+
+def test_print_capabilities(links):
+    r = ferry("--print-capabilities", argv0=str(links / "passt"))
+    assert r.returncode == 0
+    assert json.loads(r.stdout) == {"type": "net"}
+
+
+# Options are all checked before a trailing --help stops the run, so these
+# prove that the real command lines parse without starting anything.
+PODMAN = ["--config-net", "-t", "127.0.0.1/8080-8080:80-80", "-u",
+          "5353-5353:53-53", "--dns-forward", "169.254.1.1", "-T", "none",
+          "-U", "none", "--no-map-gw", "--quiet", "--map-guest-addr",
+          "169.254.1.2", "--pid", "/tmp/pasta.pid", "--netns",
+          "/run/user/1000/netns/netns-1"]
+LIBVIRT = ["--one-off", "--socket", "/run/libvirt/qemu/passt/vm-net0.socket",
+           "--mac-addr", "52:54:00:12:34:56", "--pid", "/run/vm-passt.pid",
+           "--mtu", "1500", "--interface", "eth0", "--log-file",
+           "/tmp/passt.log", "--hostname", "vm1", "--fqdn", "vm1.example.test",
+           "--address", "198.51.100.10", "--netmask", "24", "--tcp-ports",
+           "198.51.100.1%eth0/2222:22", "--udp-ports", "~53"]
+QEMU = ["--vhost-user", "--quiet", "--mtu", "9000", "--address",
+        "198.51.100.5", "--netmask", "255.255.255.0", "--gateway",
+        "198.51.100.1", "--dns", "198.51.100.53", "--search",
+        "a.example.test b.example.test", "--freebind", "--ipv4-only",
+        "--tcp-ports", "80,443", "--pid", "/tmp/qemu-passt.pid", "--fd", "3"]
+
+
+@pytest.mark.parametrize("name,args", [("pasta", PODMAN), ("passt", LIBVIRT),
+                                       ("passt", QEMU)])
+def test_real_command_lines_parse(links, name, args):
+    r = ferry(*args, "--help", argv0=str(links / name))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    # The same line with one value broken fails naming that option.
+    broken = list(args)
+    i = broken.index("--pid")
+    broken[i + 1] = ""
+    one_error_line(ferry(*broken, "--help", argv0=str(links / name)), "--pid")
