@@ -170,8 +170,9 @@ TEST(icmp_socket_failure_is_clean)
 
 /* --- Real round trips, in a private network namespace -------------- */
 
-/* netns_setup() - new netns with lo up and ping sockets for gid 0. */
-static bool netns_setup(void)
+/* netns_setup() - new netns with lo up; ping sockets allowed for gid 0
+ * unless !allow_ping (the kernel's default range then excludes all). */
+static bool netns_setup(bool allow_ping)
 {
 	struct ifreq ifr = { 0 };
 	int s, fd;
@@ -188,6 +189,8 @@ static bool netns_setup(void)
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
 		return false;
 	close(s);
+	if (!allow_ping)
+		return true;
 	fd = open("/proc/sys/net/ipv4/ping_group_range", O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, "0 0", 3) != 3)
 		return false;
@@ -195,9 +198,10 @@ static bool netns_setup(void)
 	return true;
 }
 
-/* in_netns() - run body in a forked child inside a private netns;
- * body sets *ok when it reaches its end. True if the child did. */
-static bool in_netns(void (*body)(bool *ok))
+/* in_netns_ping() - run body in a forked child inside a private netns
+ * (ping sockets allowed or not); body sets *ok when it reaches its end.
+ * True if the child did. */
+static bool in_netns_ping(void (*body)(bool *ok), bool allow_ping)
 {
 	pid_t pid = fork();
 	int st;
@@ -205,7 +209,7 @@ static bool in_netns(void (*body)(bool *ok))
 	if (pid == 0) {
 		bool ok = false;
 
-		if (!netns_setup()) {
+		if (!netns_setup(allow_ping)) {
 			printf("  cannot set up a network namespace: %s "
 			       "(unit tests need root)\n", strerror(errno));
 			_exit(2);
@@ -217,6 +221,11 @@ static bool in_netns(void (*body)(bool *ok))
 	if (pid < 0 || waitpid(pid, &st, 0) != pid)
 		return false;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static bool in_netns(void (*body)(bool *ok))
+{
+	return in_netns_ping(body, true);
 }
 
 /* ctx_live() - a test context with epoll, gateway mapping and ICMP. */
@@ -420,4 +429,27 @@ static void eviction_body(bool *ok)
 TEST(icmp_flow_limit_evicts_oldest_netns)
 {
 	CHECK(in_netns(eviction_body));
+}
+
+static void probe_fails_body(bool *ok)
+{
+	struct ctx *c = test_ctx();
+
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	nat_init(c);
+	icmp_init(c);			/* warns once, on stderr */
+	CHECK(!c->icmp.ping4_ok && !c->icmp.ping6_ok && !c->icmp.rxbuf);
+	send4(c, GW4, 8, 3, 1, 8);
+	send6(c, G6, GW6, 128, 3, 1, 8);
+	CHECK_EQ(c->stats.drops[DROP_ICMP_DISABLED], 2);
+	CHECK_EQ(c->flows.count[FLOW_PING], 0);
+	CHECK_EQ(pump(c, 1, 300), 0);		/* and no fake reply */
+	close(c->epfd);
+	test_ctx_free(c);
+	*ok = true;
+}
+
+TEST(icmp_probe_fails_without_ping_group_netns)
+{
+	CHECK(in_netns_ping(probe_fails_body, false));
 }
