@@ -206,7 +206,8 @@ static uint8_t *out_opt(struct d6_out *o, uint16_t code, const void *v,
 	return p + 4;
 }
 
-/* status_len()/put_status() - Status Code option value: code + text. */
+/* status_put() - Status Code option value (code, text) at p, unless p
+ * is NULL; returns its length. */
 static size_t status_put(uint8_t *p, uint16_t st)
 {
 	static const char *const text[] = {
@@ -399,7 +400,7 @@ static enum drop_reason d6_reply(struct ctx *c, const struct pkt *p,
 				 const struct d6_req *r, uint8_t type, int st,
 				 bool ias, bool config)
 {
-	static struct d6_out o;		/* 2 KiB: kept off the stack */
+	struct d6_out o;
 	uint8_t duid[10], l4[UDP_HLEN + D6_BUF];
 	struct in6_addr src;
 	unsigned int i;
