@@ -56,4 +56,5 @@ void stats_log(const struct ctx *c)
 		if (c->stats.drops[r])
 			info("stats: drop %s %llu", drop_names[r],
 			     (unsigned long long)c->stats.drops[r]);
+	udp_stats_log(c);
 }

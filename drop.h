@@ -64,7 +64,8 @@
 	X(SOCKET_ERROR,		"host socket error")			\
 	X(TX_FULL,		"guest transmit queue full")		\
 	X(NOT_IMPLEMENTED,	"protocol path not implemented yet")	\
-	X(FAULT_INJECTED,	"dropped by test fault injection")
+	X(FAULT_INJECTED,	"dropped by test fault injection")	\
+	X(UDP_TOO_BIG,		"host datagram larger than the guest MTU")
 
 enum drop_reason {
 #define DROP_ENUM(name, text) DROP_##name,

@@ -16,6 +16,7 @@
  * unchanged. An unset special address (unspecified) never matches.
  */
 #include "ferry.h"
+#include "dns.h"
 #include "nat.h"
 #include "pkt.h"
 #include "util.h"
@@ -29,12 +30,13 @@ void nat_init(struct ctx *c)
 {
 	struct conf *f = &c->conf;
 
-	if (f->no_map_gw)
-		return;
-	if (!v4_set(f->ip4.map_host_lo))
-		f->ip4.map_host_lo = f->ip4.gw;
-	if (in6_is_unspec(&f->ip6.map_host_lo))
-		f->ip6.map_host_lo = f->ip6.gw;
+	if (!f->no_map_gw) {
+		if (!v4_set(f->ip4.map_host_lo))
+			f->ip4.map_host_lo = f->ip4.gw;
+		if (in6_is_unspec(&f->ip6.map_host_lo))
+			f->ip6.map_host_lo = f->ip6.gw;
+	}
+	dns_init(c);
 }
 
 static bool nat_out4(const struct ctx *c, struct in_addr *a)
@@ -103,4 +105,59 @@ void nat_inbound(const struct ctx *c, union inany *src)
 	else if (!in6_is_unspec(&ip6->map_guest) &&
 		 in6_eq(&src->a6, &ip6->host_addr))
 		src->a6 = ip6->map_guest;
+}
+
+/* dns_fwd_match() - is a the --dns-forward address (and set)? Fills the
+ * --dns-host counterpart into *host. */
+static bool dns_fwd_match(const struct ctx *c, const union inany *a,
+			  union inany *host)
+{
+	if (inany_is4(a)) {
+		const struct conf_ip4 *ip = &c->conf.ip4;
+
+		if (!v4_set(ip->dns_fwd) || !v4_set(ip->dns_host) ||
+		    !in4_eq(&a->v4m.a4, &ip->dns_fwd))
+			return false;
+		inany_from4(host, ip->dns_host);
+		return true;
+	}
+	const struct conf_ip6 *ip6 = &c->conf.ip6;
+
+	if (in6_is_unspec(&ip6->dns_fwd) || in6_is_unspec(&ip6->dns_host) ||
+	    !in6_eq(&a->a6, &ip6->dns_fwd))
+		return false;
+	inany_from6(host, &ip6->dns_host);
+	return true;
+}
+
+bool nat_outbound_l4(const struct ctx *c, union inany *dst, uint16_t dport)
+{
+	union inany host;
+
+	if (dport == 53 && dns_fwd_match(c, dst, &host)) {
+		*dst = host;
+		return true;
+	}
+	return nat_outbound(c, dst);
+}
+
+void nat_inbound_l4(const struct ctx *c, union inany *src, uint16_t sport)
+{
+	if (sport == 53) {
+		const struct conf_ip4 *ip = &c->conf.ip4;
+		const struct conf_ip6 *ip6 = &c->conf.ip6;
+
+		if (inany_is4(src) && v4_set(ip->dns_fwd) &&
+		    v4_set(ip->dns_host) && in4_eq(&src->v4m.a4, &ip->dns_host)) {
+			src->v4m.a4 = ip->dns_fwd;
+			return;
+		}
+		if (!inany_is4(src) && !in6_is_unspec(&ip6->dns_fwd) &&
+		    !in6_is_unspec(&ip6->dns_host) &&
+		    in6_eq(&src->a6, &ip6->dns_host)) {
+			src->a6 = ip6->dns_fwd;
+			return;
+		}
+	}
+	nat_inbound(c, src);
 }

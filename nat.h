@@ -8,7 +8,8 @@
 struct ctx;
 
 /* nat_init() - complete the mapping defaults after conf_derive(): unless
- * --no-map-gw or --map-host-loopback, the gateway maps to host loopback. */
+ * --no-map-gw or --map-host-loopback, the gateway maps to host loopback.
+ * Then dns_init() (dns.c) makes loopback host nameservers reachable. */
 void nat_init(struct ctx *c);
 
 /* nat_outbound() - translate a destination the guest addressed into the
@@ -21,5 +22,11 @@ bool nat_outbound(const struct ctx *c, union inany *dst);
  * address the guest sees (host loopback appears as the gateway, the host's
  * own address as --map-guest-addr). */
 void nat_inbound(const struct ctx *c, union inany *src);
+
+/* nat_outbound_l4()/nat_inbound_l4() - the same, knowing the remote
+ * port: --dns-forward ADDR port 53 maps to --dns-host port 53 (and back)
+ * before the address-only rules. For UDP and TCP flows alike. */
+bool nat_outbound_l4(const struct ctx *c, union inany *dst, uint16_t dport);
+void nat_inbound_l4(const struct ctx *c, union inany *src, uint16_t sport);
 
 #endif /* FERRY_NAT_H */

@@ -240,6 +240,64 @@ void tap_tx_commit(struct ctx *c, size_t len)
 	c->stats.tx_bytes += len;
 }
 
+/* tx_slots() - how many slots of stride bytes fit in the batch now. */
+static unsigned int tx_slots(const struct tx_batch *tx, size_t stride,
+			     unsigned int n)
+{
+	size_t room = (TX_BUF_SIZE - tx->used) / stride;
+
+	return (unsigned int)MIN(MIN((size_t)n, room),
+				 (size_t)(TX_FRAMES_MAX - tx->n));
+}
+
+unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
+				 uint8_t **frames, unsigned int n)
+{
+	struct tx_batch *tx = &c->link.tx;
+	size_t pfx, stride;
+	unsigned int i, k;
+
+	if (!c->link.up || max_len > FRAME_MAX || !n)
+		return 0;
+	pfx = c->link.ops->tx_prefix;
+	stride = ROUND_UP(pfx + max_len, 64);
+	if (stride > TX_BUF_SIZE)
+		return 0;
+	if (tx_slots(tx, stride, n) < n && tx->n) {
+		tap_flush(c);
+		if (!c->link.up)
+			return 0;
+	}
+	k = tx_slots(tx, stride, n);
+	tx->pending_off = tx->used;
+	tx->pending_stride = stride;
+	for (i = 0; i < k; i++)
+		frames[i] = tx->buf + tx->used + i * stride + pfx;
+	return k;
+}
+
+void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k)
+{
+	struct tx_batch *tx = &c->link.tx;
+	size_t pfx = c->link.ops->tx_prefix;
+	unsigned int i;
+
+	for (i = 0; i < k; i++) {
+		size_t off = tx->pending_off + i * tx->pending_stride;
+
+		if (!lens[i])
+			continue;
+		if (pfx)
+			c->link.ops->fill_prefix(tx->buf + off, lens[i]);
+		tx->f[tx->n].off = (uint32_t)off;
+		tx->f[tx->n].len = (uint32_t)lens[i];
+		tx->n++;
+		tx->used = off + pfx + lens[i];
+		c->stats.tx_frames++;
+		c->stats.tx_bytes += lens[i];
+	}
+}
+
 void tap_flush(struct ctx *c)
 {
 	struct tx_batch *tx = &c->link.tx;

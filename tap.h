@@ -34,6 +34,7 @@ struct tx_batch {
 	size_t used;			/* bytes used in buf */
 	unsigned int n;			/* frames queued */
 	size_t pending_off;		/* reserved, not yet committed */
+	size_t pending_stride;		/* tap_tx_reserve_many() slot size */
 	struct { uint32_t off, len; } f[TX_FRAMES_MAX]; /* off: prefix */
 };
 
@@ -92,6 +93,19 @@ uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len);
 /* tap_tx_commit() - queue the frame started by the last reserve, len
  * bytes long (len <= the reserved max_len). */
 void tap_tx_commit(struct ctx *c, size_t len);
+
+/* tap_tx_reserve_many() - room for up to n frames of up to max_len bytes
+ * each, at a fixed stride (so a batch receive can fill them in place);
+ * flushes first when fewer than n would fit. Fills frames[] and returns
+ * how many slots there are (0: no peer, or max_len can never fit).
+ * Frames committed this way need not be contiguous in the buffer:
+ * backends address each frame by its f[].off only. */
+unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
+				 uint8_t **frames, unsigned int n);
+
+/* tap_tx_commit_many() - queue slots 0..k-1 of the last
+ * tap_tx_reserve_many(), slot i lens[i] bytes long (0: skip the slot). */
+void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k);
 
 /* tap_flush() - write out queued frames (end of each loop iteration). */
 void tap_flush(struct ctx *c);

@@ -1,36 +1,1005 @@
-/* udp.c - UDP translation between guest frames and host sockets.
+/* udp.c - UDP translation between guest datagrams and host sockets.
  *
- * Placeholder until the UDP issue lands: segments are refused with
- * DROP_NOT_IMPLEMENTED so they are counted, never silently lost.
+ * Theory of operation
+ *
+ * Flows. Every UDP conversation is a FLOW_UDP entry in the shared flow
+ * table, found by its guest-side key (guest address and port, remote
+ * address and port as the guest's frames carry them). Two kinds:
+ *
+ *  - outbound (the guest spoke first): the flow owns a host socket bound
+ *    to the guest's source port when that port is free on the host (so
+ *    port-sensitive protocols keep working), else to an ephemeral port,
+ *    and connected to the destination as nat_outbound_l4() translates it
+ *    (gateway -> host loopback, --dns-forward -> --dns-host, ...).
+ *    Replies arrive on that socket; the kernel filters everything else.
+ *  - inbound (-u forwarded ports): one socket per forwarded port and
+ *    family is shared by all its clients. A datagram from a new client
+ *    creates a flow keyed on the host side too (client address and port,
+ *    the local address it was sent to, the port); the guest sees it from
+ *    the client's address (host loopback shown as the gateway) to the
+ *    target port. The guest's replies go back through the shared socket,
+ *    from the forwarded port and the address the client used.
+ *
+ * Data path, without allocation and with each payload copied once:
+ *  - guest -> host: udp_input() queues datagrams per flow (payload
+ *    pointers into the rx batch, valid until the batch ends) and
+ *    udp_input_done() sends each flow's queue with one sendmmsg().
+ *  - host -> guest: on readability, recvmmsg() receives up to UDP_BATCH
+ *    datagrams straight into frames reserved in the guest tx batch
+ *    (tap_tx_reserve_many()), each slot sized for the largest datagram
+ *    the guest MTU allows; Ethernet, IP and UDP headers are then written
+ *    in front of each payload in place. Datagrams larger than the guest
+ *    MTU allows are dropped (DROP_UDP_TOO_BIG): ferry does not fragment.
+ *
+ * Limits. Flows expire after UDP_TIMEOUT_MS without traffic, or
+ * UDP_TIMEOUT_REPLIED_MS once the host side has answered (like conntrack's
+ * unreplied/assured UDP timeouts). Their number is capped (default
+ * UDP_MAX_FLOWS_DEFAULT, and at most half of RLIMIT_NOFILE, since each
+ * outbound flow holds a socket): a new flow beyond the cap evicts the
+ * least recently active flow (an LRU list through the flows) and counts
+ * the eviction, so a flood of destinations costs old flows, never file
+ * descriptors beyond the limit.
+ *
+ * ICMP errors. Flow sockets set IP_RECVERR / IPV6_RECVERR; queued errors
+ * (EPOLLERR) become ICMP/ICMPv6 errors to the guest about the datagram it
+ * sent (icmp_err.c), so its applications see ECONNREFUSED etc. at once.
+ *
+ * Multicast and broadcast policy: datagrams from the guest to broadcast
+ * or multicast destinations never reach this file: the dispatcher (tap.c)
+ * drops them with DROP_MCAST_BCAST (a counter, no flow, no socket), as it
+ * does for DHCP's own broadcast, which the DHCP server handles first.
+ * ferry does not join groups on the host (no IGMP/MLD proxying yet), so
+ * nothing multicast comes back either.
+ *
+ * Bad input: zero ports, sources the guest does not own, inconsistent
+ * lengths and wrong checksums (the last two refused by pkt_parse()) are
+ * dropped and counted, never forwarded.
  */
-#include "ferry.h"
-#include "pkt.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
-void udp_init(struct ctx *c)
+#include "checksum.h"
+#include "ferry.h"
+#include "icmp_err.h"
+#include "log.h"
+#include "nat.h"
+#include "pkt.h"
+#include "util.h"
+
+#define UDP_PAYLOAD_MAX4	(65535 - IP4_HLEN - UDP_HLEN)	/* 65507 */
+#define UDP_PAYLOAD_MAX6	(65535 - UDP_HLEN)		/* 65527 */
+#define UDP_RECV_ROUNDS		4	/* recvmmsg batches per event */
+#define UDP_ERR_ROUNDS		16	/* error queue entries per event */
+
+struct udp_flow {
+	int sock;			/* own socket, or the shared listener */
+	bool shared;			/* sock is a forwarded-port socket */
+	bool replied;			/* the host side has answered */
+	bool queued;			/* in c->udp.queued[] this batch */
+	uint16_t peer_port;
+	union inany peer;		/* host side: destination / client */
+	union inany local;		/* shared: address the client used */
+	int64_t last_ms;		/* last activity (c->now, ms) */
+	uint32_t lru_prev, lru_next;
+	uint32_t pend_head, pend_tail;	/* datagrams queued this batch */
+};
+
+#define UDP_FLOW(fl)	FLOW_PRIV(fl, struct udp_flow)
+
+static int64_t now_ms(const struct ctx *c)
 {
-	(void)c;
+	return (int64_t)c->now.tv_sec * 1000 + c->now.tv_nsec / 1000000;
+}
+
+/* payload_max() - largest datagram payload the guest link can carry. */
+static size_t payload_max(const struct ctx *c, bool v6)
+{
+	size_t mtu = c->conf.mtu ? c->conf.mtu : 65520;
+	size_t hdr = (v6 ? IP6_HLEN : IP4_HLEN) + UDP_HLEN;
+
+	if (mtu <= hdr)
+		return 0;
+	return MIN(mtu - hdr, v6 ? UDP_PAYLOAD_MAX6 : UDP_PAYLOAD_MAX4);
+}
+
+static size_t frame_hdrlen(bool v6)
+{
+	return ETH_HLEN_ + (v6 ? IP6_HLEN : IP4_HLEN) + UDP_HLEN;
+}
+
+/* --- LRU list of flows ----------------------------------------------- */
+
+static void lru_unlink(struct ctx *c, struct flow *fl)
+{
+	struct udp_flow *u = UDP_FLOW(fl);
+	struct flowtab *ft = &c->flows;
+
+	if (u->lru_prev != FLOW_NONE)
+		UDP_FLOW(&ft->slots[u->lru_prev])->lru_next = u->lru_next;
+	else
+		c->udp.lru_head = u->lru_next;
+	if (u->lru_next != FLOW_NONE)
+		UDP_FLOW(&ft->slots[u->lru_next])->lru_prev = u->lru_prev;
+	else
+		c->udp.lru_tail = u->lru_prev;
+	u->lru_prev = u->lru_next = FLOW_NONE;
+}
+
+static void lru_append(struct ctx *c, struct flow *fl)
+{
+	struct udp_flow *u = UDP_FLOW(fl);
+	uint32_t idx = flow_idx(&c->flows, fl);
+
+	u->lru_prev = c->udp.lru_tail;
+	u->lru_next = FLOW_NONE;
+	if (c->udp.lru_tail != FLOW_NONE)
+		UDP_FLOW(&c->flows.slots[c->udp.lru_tail])->lru_next = idx;
+	else
+		c->udp.lru_head = idx;
+	c->udp.lru_tail = idx;
+}
+
+/* flow_touch() - traffic on fl: now the most recently active flow. */
+static void flow_touch(struct ctx *c, struct flow *fl)
+{
+	UDP_FLOW(fl)->last_ms = now_ms(c);
+	if (c->udp.lru_tail != flow_idx(&c->flows, fl)) {
+		lru_unlink(c, fl);
+		lru_append(c, fl);
+	}
+}
+
+/* --- flow life cycle -------------------------------------------------- */
+
+/* pend_discard() - drop fl's datagrams still queued in this batch. */
+static void pend_discard(struct ctx *c, struct flow *fl)
+{
+	struct udp_flow *u = UDP_FLOW(fl);
+	uint32_t e, idx = flow_idx(&c->flows, fl);
+	unsigned int i;
+
+	for (e = u->pend_head; e != FLOW_NONE; e = c->udp.pend[e].next)
+		drop(c, DROP_FLOW_TABLE_FULL);
+	u->pend_head = u->pend_tail = FLOW_NONE;
+	for (i = 0; i < c->udp.nqueued; i++)
+		if (c->udp.queued[i] == idx)
+			c->udp.queued[i] = FLOW_NONE;
+	u->queued = false;
+}
+
+/* udp_flow_free() - close (unless shared) and release a flow. */
+static void udp_flow_free(struct ctx *c, struct flow *fl)
+{
+	struct udp_flow *u = UDP_FLOW(fl);
+
+	if (u->queued)
+		pend_discard(c, fl);
+	if (!u->shared && u->sock >= 0) {
+		ep_del(c, u->sock);
+		close(u->sock);
+	}
+	lru_unlink(c, fl);
+	flow_free(&c->flows, fl);
+}
+
+/* udp_evict() - free the least recently active flow; false if none. */
+static bool udp_evict(struct ctx *c)
+{
+	struct flow *fl = flow_at(&c->flows, c->udp.lru_head);
+
+	if (!fl)
+		return false;
+	c->udp.flows_evicted++;
+	if (c->udp.flows_evicted == 1 ||
+	    !(c->udp.flows_evicted & (c->udp.flows_evicted - 1)))
+		info("udp: flow limit reached (%u): evicted %llu idle flows",
+		     c->udp.max_flows,
+		     (unsigned long long)c->udp.flows_evicted);
+	udp_flow_free(c, fl);
+	return true;
+}
+
+/* udp_flow_alloc() - a fresh flow, evicting the least recently active one
+ * when the UDP limit or the whole table is full; NULL if impossible. */
+static struct flow *udp_flow_alloc(struct ctx *c)
+{
+	struct flow *fl;
+	struct udp_flow *u;
+
+	if (c->flows.count[FLOW_UDP] >= c->udp.max_flows && !udp_evict(c))
+		return NULL;
+	fl = flow_alloc(&c->flows, FLOW_UDP);
+	if (!fl && udp_evict(c))
+		fl = flow_alloc(&c->flows, FLOW_UDP);
+	if (!fl)
+		return NULL;
+	u = UDP_FLOW(fl);
+	u->sock = -1;
+	u->pend_head = u->pend_tail = FLOW_NONE;
+	u->lru_prev = u->lru_next = FLOW_NONE;
+	u->last_ms = now_ms(c);
+	lru_append(c, fl);
+	c->udp.flows_created++;
+	timer_request(c, c->udp.timeout_ms);
+	return fl;
+}
+
+/* --- sockets ----------------------------------------------------------- */
+
+typedef union {
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+} sockaddr_inany;
+
+/* sa_from() - socket address for a:port; returns its length. */
+static socklen_t sa_from(sockaddr_inany *sa, const union inany *a,
+			 uint16_t port)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (inany_is4(a)) {
+		sa->v4.sin_family = AF_INET;
+		sa->v4.sin_addr = a->v4m.a4;
+		sa->v4.sin_port = htons(port);
+		return sizeof(sa->v4);
+	}
+	sa->v6.sin6_family = AF_INET6;
+	sa->v6.sin6_addr = a->a6;
+	sa->v6.sin6_port = htons(port);
+	return sizeof(sa->v6);
+}
+
+/* udp_socket() - a non-blocking UDP socket of a's family with error
+ * queueing on, bound to a (any address when unspecified) and port,
+ * falling back to an ephemeral port when port is taken and may_move.
+ * Returns the fd or -errno. */
+static int udp_socket(const union inany *a, uint16_t port, bool may_move,
+		      const char *ifname)
+{
+	bool v6 = !inany_is4(a);
+	int fd, one = 1, rc;
+	sockaddr_inany sa;
+	socklen_t sl;
+
+	fd = socket(v6 ? AF_INET6 : AF_INET,
+		    SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	if (fd < 0)
+		return -errno;
+	if (v6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+		       v6 ? IPV6_RECVERR : IP_RECVERR, &one, sizeof(one)))
+		goto fail;
+	if (ifname && ifname[0] &&
+	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
+		       (socklen_t)strlen(ifname)))
+		goto fail;
+	sl = sa_from(&sa, a, port);
+	rc = bind(fd, (struct sockaddr *)&sa, sl);
+	if (rc && may_move && port && (errno == EADDRINUSE || errno == EACCES)) {
+		sl = sa_from(&sa, a, 0);
+		rc = bind(fd, (struct sockaddr *)&sa, sl);
+	}
+	if (rc)
+		goto fail;
+	return fd;
+fail:
+	rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* out_bind_addr() - the host address outbound sockets bind to (-o). */
+static void out_bind_addr(const struct ctx *c, bool v6, union inany *a)
+{
+	if (v6)
+		inany_from6(a, &c->conf.ip6.outbound);
+	else
+		inany_from4(a, c->conf.ip4.outbound);
+}
+
+/* udp_flow_out() - a new outbound flow for guest datagram p with key k.
+ * Returns DROP_NONE with *out set, or why it cannot exist. */
+static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
+				     const struct flow_key *k,
+				     struct flow **out)
+{
+	union eref ref = { .type = EREF_UDP };
+	union inany dst = k->b, local;
+	sockaddr_inany sa;
+	struct udp_flow *u;
+	struct flow *fl;
+	socklen_t sl;
+	int fd;
+
+	if (!nat_outbound_l4(c, &dst, k->pb))
+		return p->is_v6 ? DROP_IP6_DST : DROP_IP4_DST;
+	out_bind_addr(c, p->is_v6, &local);
+	fl = udp_flow_alloc(c);
+	if (!fl)
+		return DROP_FLOW_TABLE_FULL;
+	u = UDP_FLOW(fl);
+	fd = udp_socket(&local, k->pa, true,
+			p->is_v6 ? c->conf.outbound_if6 : c->conf.outbound_if4);
+	if (fd < 0)
+		goto fail;
+	u->sock = fd;
+	u->peer = dst;
+	u->peer_port = k->pb;
+	sl = sa_from(&sa, &dst, k->pb);
+	if (connect(fd, (struct sockaddr *)&sa, sl) && errno != EINPROGRESS) {
+		debug("udp: connect: %s", strerror(errno));
+		goto fail;
+	}
+	ref.idx = flow_idx(&c->flows, fl);
+	if (ep_add(c, fd, EPOLLIN, ref))
+		goto fail;
+	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, k);
+	*out = fl;
+	return DROP_NONE;
+fail:
+	udp_flow_free(c, fl);
+	return DROP_SOCKET_ERROR;
+}
+
+/* --- guest -> host ------------------------------------------------------ */
+
+/* src_owned() - may the guest send from this source address? Its
+ * configured address, or (IPv6) a link-local or same-prefix address
+ * (SLAAC, privacy addresses); anything when none is configured. */
+static bool src_owned(const struct ctx *c, const struct pkt *p)
+{
+	if (!p->is_v6)
+		return in4_is_unspec(&c->conf.ip4.addr) ||
+		       in4_eq(&p->src4, &c->conf.ip4.addr);
+	const struct conf_ip6 *ip = &c->conf.ip6;
+	int i, bits = ip->prefix_len > 0 && ip->prefix_len <= 128
+		      ? ip->prefix_len : 64;
+
+	if (in6_is_unspec(&ip->addr) || IN6_IS_ADDR_LINKLOCAL(&p->src6))
+		return true;
+	for (i = 0; i < bits / 8; i++)
+		if (p->src6.s6_addr[i] != ip->addr.s6_addr[i])
+			return false;
+	if (bits % 8) {
+		uint8_t m = (uint8_t)(0xff << (8 - bits % 8));
+
+		return (p->src6.s6_addr[i] & m) == (ip->addr.s6_addr[i] & m);
+	}
+	return true;
+}
+
+/* udp_queue() - hold payload for fl until udp_input_done(). */
+static void udp_queue(struct ctx *c, struct flow *fl, const uint8_t *data,
+		      size_t len)
+{
+	struct udp_flow *u = UDP_FLOW(fl);
+	uint32_t e;
+
+	if (c->udp.npend == RX_FRAMES_MAX || c->udp.nqueued == RX_FRAMES_MAX)
+		udp_input_done(c);	/* cannot happen with one rx batch */
+	e = c->udp.npend++;
+	c->udp.pend[e].data = data;
+	c->udp.pend[e].len = (uint32_t)len;
+	c->udp.pend[e].next = FLOW_NONE;
+	if (u->pend_tail != FLOW_NONE)
+		c->udp.pend[u->pend_tail].next = e;
+	else
+		u->pend_head = e;
+	u->pend_tail = e;
+	if (!u->queued) {
+		u->queued = true;
+		c->udp.queued[c->udp.nqueued++] = flow_idx(&c->flows, fl);
+	}
 }
 
 enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 {
-	(void)c;
-	(void)p;
-	return DROP_NOT_IMPLEMENTED;
+	union inany src, dst;
+	struct flow_key k;
+	struct flow *fl;
+
+	if (!c->udp.ready)
+		return DROP_SERVICE_DISABLED;
+	if (!p->udp.sport || !p->udp.dport)
+		return DROP_L4_PORT_ZERO;
+	if (!src_owned(c, p))
+		return p->is_v6 ? DROP_IP6_SRC : DROP_IP4_SRC;
+	if (p->is_v6) {
+		inany_from6(&src, &p->src6);
+		inany_from6(&dst, &p->dst6);
+	} else {
+		inany_from4(&src, p->src4);
+		inany_from4(&dst, p->dst4);
+	}
+	flow_key_make(&k, IPPROTO_UDP, &src, p->udp.sport, &dst, p->udp.dport);
+	fl = flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k);
+	if (fl && fl->f.type != FLOW_UDP)
+		return DROP_NO_FLOW;
+	if (!fl) {
+		enum drop_reason r = udp_flow_out(c, p, &k, &fl);
+
+		if (r != DROP_NONE)
+			return r;
+	}
+	flow_touch(c, fl);
+	udp_queue(c, fl, p->payload, p->payload_len);
+	return DROP_NONE;
+}
+
+/* pktinfo_set() - ask for source address src on a sendmsg (shared
+ * sockets answer from the address the client used). Returns the control
+ * length, 0 when src is unspecified. */
+static size_t pktinfo_set(uint8_t *cbuf, size_t size, const union inany *src)
+{
+	struct msghdr mh = { .msg_control = cbuf, .msg_controllen = size };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	memset(cbuf, 0, size);
+	if (inany_is4(src)) {
+		struct in_pktinfo pi = { .ipi_spec_dst = src->v4m.a4 };
+
+		if (in4_is_unspec(&src->v4m.a4))
+			return 0;
+		cm->cmsg_level = IPPROTO_IP;
+		cm->cmsg_type = IP_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+		return CMSG_SPACE(sizeof(pi));
+	}
+	struct in6_pktinfo pi6 = { .ipi6_addr = src->a6 };
+
+	if (in6_is_unspec(&src->a6))
+		return 0;
+	cm->cmsg_level = IPPROTO_IPV6;
+	cm->cmsg_type = IPV6_PKTINFO;
+	cm->cmsg_len = CMSG_LEN(sizeof(pi6));
+	memcpy(CMSG_DATA(cm), &pi6, sizeof(pi6));
+	return CMSG_SPACE(sizeof(pi6));
+}
+
+/* send_error_transient() - a send error that reports an earlier ICMP
+ * error (consumed by reporting it) rather than a reason to give up. */
+static bool send_error_transient(int e)
+{
+	return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH ||
+	       e == EHOSTDOWN || e == ENETDOWN || e == EPERM;
+}
+
+/* udp_flow_send() - send fl's queued datagrams, UDP_BATCH per call. */
+static void udp_flow_send(struct ctx *c, struct flow *fl)
+{
+	struct udp_flow *u = UDP_FLOW(fl);
+	struct mmsghdr mm[UDP_BATCH];
+	struct iovec iov[UDP_BATCH];
+	union {
+		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} cb;
+	size_t clen = 0;
+	sockaddr_inany sa;
+	socklen_t sl = 0;
+	uint32_t e = u->pend_head;
+
+	if (u->shared) {
+		sl = sa_from(&sa, &u->peer, u->peer_port);
+		clen = pktinfo_set(cb.b, sizeof(cb.b), &u->local);
+	}
+	while (e != FLOW_NONE) {
+		unsigned int k = 0, i = 0, retry = 0;
+
+		for (; e != FLOW_NONE && k < UDP_BATCH; e = c->udp.pend[e].next) {
+			iov[k].iov_base = (void *)c->udp.pend[e].data;
+			iov[k].iov_len = c->udp.pend[e].len;
+			mm[k].msg_hdr = (struct msghdr){
+				.msg_name = u->shared ? &sa : NULL,
+				.msg_namelen = sl, .msg_iov = &iov[k],
+				.msg_iovlen = 1,
+				.msg_control = clen ? cb.b : NULL,
+				.msg_controllen = clen };
+			k++;
+		}
+		while (i < k) {
+			int n = sendmmsg(u->sock, mm + i, k - i,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+			if (n > 0) {
+				i += (unsigned int)n;
+				continue;
+			}
+			if (n < 0 && send_error_transient(errno) && retry++ < 2)
+				continue;
+			for (; i < k; i++)
+				drop(c, DROP_SOCKET_ERROR);
+		}
+	}
+	u->pend_head = u->pend_tail = FLOW_NONE;
+	u->queued = false;
 }
 
 void udp_input_done(struct ctx *c)
 {
-	(void)c;
+	unsigned int i;
+
+	for (i = 0; i < c->udp.nqueued; i++) {
+		struct flow *fl = flow_at(&c->flows, c->udp.queued[i]);
+
+		if (fl && fl->f.type == FLOW_UDP && UDP_FLOW(fl)->queued)
+			udp_flow_send(c, fl);
+	}
+	c->udp.nqueued = 0;
+	c->udp.npend = 0;
 }
 
-void udp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events)
+/* --- host -> guest ------------------------------------------------------ */
+
+/* udp_frame_build() - Ethernet, IP and UDP headers in front of the plen
+ * payload bytes already at f + frame_hdrlen(), from the remote to the
+ * guest as key k (guest side) names them. Returns the frame length. */
+static size_t udp_frame_build(const struct ctx *c, uint8_t *f,
+			      const struct flow_key *k, size_t plen)
 {
-	(void)c;
-	(void)ref;
-	(void)events;
+	bool v6 = !inany_is4(&k->a);
+	size_t l4len = UDP_HLEN + plen;
+	uint8_t *l3, *t;
+	uint16_t sum;
+
+	l3 = tap_eth_to_guest(c, f, v6 ? ETH_P_IPV6_ : ETH_P_IP_);
+	if (v6)
+		t = ip6_build(l3, &k->b.a6, &k->a.a6, IPPROTO_UDP, l4len, 64);
+	else
+		t = ip4_build(l3, k->b.v4m.a4, k->a.v4m.a4, IPPROTO_UDP, l4len,
+			      0);
+	wr16(t, k->pb);
+	wr16(t + 2, k->pa);
+	wr16(t + 4, (uint16_t)l4len);
+	wr16(t + 6, 0);
+	sum = v6 ? csum_l4_6(&k->b.a6, &k->a.a6, IPPROTO_UDP, t, l4len)
+		 : csum_l4_4(k->b.v4m.a4, k->a.v4m.a4, IPPROTO_UDP, t, l4len);
+	wr16(t + 6, sum ? sum : 0xffff);
+	return (size_t)(t - f) + l4len;
+}
+
+/* One recvmmsg() batch received in place into guest frames. */
+struct udp_rxb {
+	struct mmsghdr mm[UDP_BATCH];
+	struct iovec iov[UDP_BATCH];
+	uint8_t *frames[UDP_BATCH];
+	size_t lens[UDP_BATCH];		/* frame lengths, 0: no frame */
+	sockaddr_inany names[UDP_BATCH];
+	union {
+		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} cb[UDP_BATCH];
+};
+
+/* udp_rxb_recv() - reserve guest frames for family v6 and receive up to
+ * UDP_BATCH datagrams from fd, each payload right after its frame's
+ * headers (with sender and pktinfo when meta). Datagrams too big for the
+ * guest are dropped (lens[i] 0). Returns how many were received (commit
+ * them with tap_tx_commit_many()); *full when the batch was filled. */
+static unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
+				 struct udp_rxb *b, bool *full)
+{
+	size_t hl = frame_hdrlen(v6), pmax = payload_max(c, v6);
+	unsigned int n, i;
+	int r;
+
+	*full = false;
+	n = tap_tx_reserve_many(c, hl + pmax, b->frames, UDP_BATCH);
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		b->iov[i].iov_base = b->frames[i] + hl;
+		b->iov[i].iov_len = pmax;
+		b->mm[i].msg_hdr = (struct msghdr){
+			.msg_iov = &b->iov[i], .msg_iovlen = 1 };
+		if (meta) {
+			b->mm[i].msg_hdr.msg_name = &b->names[i];
+			b->mm[i].msg_hdr.msg_namelen = sizeof(b->names[i]);
+			b->mm[i].msg_hdr.msg_control = b->cb[i].b;
+			b->mm[i].msg_hdr.msg_controllen = sizeof(b->cb[i]);
+		}
+	}
+	r = recvmmsg(fd, b->mm, n, MSG_DONTWAIT, NULL);
+	if (r <= 0)
+		return 0;
+	for (i = 0; i < (unsigned int)r; i++) {
+		b->lens[i] = b->mm[i].msg_len;
+		if (b->mm[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			drop(c, DROP_UDP_TOO_BIG);
+			b->lens[i] = 0;
+		}
+	}
+	*full = (unsigned int)r == n;
+	return (unsigned int)r;
+}
+
+/* udp_flow_recv() - datagrams on an outbound flow's socket to the guest.
+ * Returns false when the socket is drained. */
+static bool udp_flow_recv(struct ctx *c, struct flow *fl, struct udp_rxb *b)
+{
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	unsigned int n, i;
+	bool full;
+
+	n = udp_rxb_recv(c, UDP_FLOW(fl)->sock, !inany_is4(&k->a), false, b,
+			 &full);
+	if (!n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (b->lens[i])
+			b->lens[i] = udp_frame_build(c, b->frames[i], k,
+						     b->lens[i]);
+	tap_tx_commit_many(c, b->lens, n);
+	UDP_FLOW(fl)->replied = true;
+	flow_touch(c, fl);
+	return full;
+}
+
+/* udp_flow_errors() - translate fl's queued socket errors for the guest. */
+static void udp_flow_errors(struct ctx *c, struct flow *fl)
+{
+	struct udp_flow *u = UDP_FLOW(fl);
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	struct icmp_err_orig o = {
+		.src = k->a, .dst = k->b, .sport = k->pa, .dport = k->pb,
+		.host_dst = u->peer, .payload = c->udp.scratch,
+	};
+	struct icmp_err e;
+	int i;
+
+	for (i = 0; i < UDP_ERR_ROUNDS; i++) {
+		if (icmp_err_read(u->sock, &e, c->udp.scratch,
+				  UDP_SCRATCH_SIZE) <= 0)
+			break;
+		if (u->shared)
+			continue;	/* about some client: stays here */
+		o.len = o.full_len = e.len;
+		if (icmp_err_to_guest(c, &e, &o))
+			c->udp.icmp_to_guest++;
+	}
+}
+
+/* --- forwarded ports (-u) ------------------------------------------------ */
+
+/* guest_addr() - the guest's address for inbound flows of a family. */
+static bool guest_addr(const struct ctx *c, bool v6, union inany *a)
+{
+	if (!v6) {
+		struct in_addr g = c->conf.ip4.addr;
+
+		if (in4_is_unspec(&g))
+			g = c->guest_seen4;
+		inany_from4(a, g);
+		return !in4_is_unspec(&g);
+	}
+	const struct in6_addr *g6 = &c->conf.ip6.addr;
+
+	if (in6_is_unspec(g6))
+		g6 = &c->guest_seen6;
+	if (in6_is_unspec(g6))
+		g6 = &c->guest_ll6;
+	inany_from6(a, g6);
+	return !in6_is_unspec(g6);
+}
+
+/* seen_from() - how the guest sees a host-side client address: mapped by
+ * nat_inbound_l4(); a loopback client that nothing maps appears as the
+ * gateway (the guest cannot address loopback). */
+static union inany seen_from(const struct ctx *c, const union inany *peer,
+			     uint16_t pport)
+{
+	union inany s = *peer;
+
+	nat_inbound_l4(c, &s, pport);
+	if (inany_is4(&s) && (ntohl(s.v4m.a4.s_addr) >> 24) == 127)
+		inany_from4(&s, c->conf.ip4.gw);
+	else if (!inany_is4(&s) && IN6_IS_ADDR_LOOPBACK(&s.a6))
+		inany_from6(&s, &c->conf.ip6.gw);
+	return s;
+}
+
+/* udp_flow_in() - a new inbound flow: client peer:pport sent to
+ * local:port on the forwarded-port socket fd. NULL if impossible. */
+static struct flow *udp_flow_in(struct ctx *c, int fd, uint16_t port,
+				const struct flow_key *hk)
+{
+	union inany gaddr, seen = seen_from(c, &hk->a, hk->pa);
+	struct flow_key gk;
+	struct udp_flow *u;
+	struct flow *fl;
+
+	if (!guest_addr(c, !inany_is4(&hk->a), &gaddr))
+		return NULL;
+	flow_key_make(&gk, IPPROTO_UDP, &gaddr,
+		      fwd_target(&c->conf.udp_in, port), &seen, hk->pa);
+	if (flow_lookup(&c->flows, FLOW_SIDE_GUEST, &gk))
+		return NULL;		/* the guest's own flow has it */
+	fl = udp_flow_alloc(c);
+	if (!fl)
+		return NULL;
+	u = UDP_FLOW(fl);
+	u->sock = fd;
+	u->shared = true;
+	u->peer = hk->a;
+	u->peer_port = hk->pa;
+	u->local = hk->b;
+	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, &gk);
+	flow_hash_add(&c->flows, fl, FLOW_SIDE_HOST, hk);
+	return fl;
+}
+
+/* recv_meta() - client and local address of a received datagram. */
+static void recv_meta(const struct msghdr *mh, bool v6, union inany *peer,
+		      uint16_t *pport, union inany *local)
+{
+	const sockaddr_inany *sa = mh->msg_name;
+	struct cmsghdr *cm;
+
+	if (v6) {
+		inany_from6(peer, &sa->v6.sin6_addr);
+		*pport = ntohs(sa->v6.sin6_port);
+		inany_from6(local, &in6addr_any);
+	} else {
+		struct in_addr any = { 0 };
+
+		inany_from4(peer, sa->v4.sin_addr);
+		*pport = ntohs(sa->v4.sin_port);
+		inany_from4(local, any);
+	}
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR((struct msghdr *)mh, cm)) {
+		if (!v6 && cm->cmsg_level == IPPROTO_IP &&
+		    cm->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
+			inany_from4(local, pi.ipi_addr);
+		} else if (v6 && cm->cmsg_level == IPPROTO_IPV6 &&
+			   cm->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi6;
+
+			memcpy(&pi6, CMSG_DATA(cm), sizeof(pi6));
+			inany_from6(local, &pi6.ipi6_addr);
+		}
+	}
+}
+
+/* udp_listen_recv() - datagrams on forwarded port ref.aux's socket to the
+ * guest, each on its client's flow. Returns false when drained. */
+static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
+{
+	bool v6 = ref.side & 1, full;
+	unsigned int n, i;
+
+	n = udp_rxb_recv(c, (int)ref.idx, v6, true, b, &full);
+	if (!n)
+		return false;
+	for (i = 0; i < n; i++) {
+		struct flow_key hk;
+		union inany peer, local;
+		uint16_t pport;
+		struct flow *fl;
+
+		if (!b->lens[i])
+			continue;
+		recv_meta(&b->mm[i].msg_hdr, v6, &peer, &pport, &local);
+		flow_key_make(&hk, IPPROTO_UDP, &peer, pport, &local, ref.aux);
+		fl = flow_lookup(&c->flows, FLOW_SIDE_HOST, &hk);
+		if (!fl)
+			fl = udp_flow_in(c, (int)ref.idx, ref.aux, &hk);
+		if (!fl) {
+			drop(c, DROP_FLOW_TABLE_FULL);
+			b->lens[i] = 0;
+			continue;
+		}
+		flow_touch(c, fl);
+		b->lens[i] = udp_frame_build(c, b->frames[i],
+					     &fl->f.key[FLOW_SIDE_GUEST],
+					     b->lens[i]);
+	}
+	tap_tx_commit_many(c, b->lens, n);
+	return full;
+}
+
+/* udp_listen_one() - open forwarded port's socket for one family;
+ * returns 0 or -errno. */
+static int udp_listen_one(struct ctx *c, const union inany *bind_to,
+			  uint16_t port, const char *ifname)
+{
+	bool v6 = !inany_is4(bind_to);
+	union eref ref = { .type = EREF_UDP_LISTEN, .side = v6, .aux = port };
+	int fd, one = 1, rc;
+
+	fd = udp_socket(bind_to, port, false, ifname);
+	if (fd < 0)
+		return fd;
+	if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+		       v6 ? IPV6_RECVPKTINFO : IP_PKTINFO, &one, sizeof(one)))
+		goto fail;
+	ref.idx = (uint32_t)fd;
+	if ((rc = ep_add(c, fd, EPOLLIN, ref))) {
+		close(fd);
+		return rc;
+	}
+	c->udp.listeners++;
+	return 0;
+fail:
+	rc = -errno;
+	close(fd);
+	return rc;
+}
+
+void udp_listen_init(struct ctx *c)
+{
+	const struct fwd_spec *f = &c->conf.udp_in;
+	const char *ifn = f->ifname[0] ? f->ifname : NULL;
+	bool any_addr = !f->has_addr4 && !f->has_addr6;
+	union inany a4, a6;
+	unsigned int port;
+
+	inany_from4(&a4, f->has_addr4 ? f->addr4 : (struct in_addr){ 0 });
+	inany_from6(&a6, f->has_addr6 ? &f->addr6 : &in6addr_any);
+	if (f->mode == FWD_NONE || f->mode == FWD_AUTO)
+		return;
+	for (port = 1; port < 65536; port++) {
+		int rc4 = 0, rc6 = 0;
+
+		if (!fwd_port_set(f, (uint16_t)port))
+			continue;
+		if (c->conf.ip4.enabled && (any_addr || f->has_addr4))
+			rc4 = udp_listen_one(c, &a4, (uint16_t)port, ifn);
+		if (c->conf.ip6.enabled && (any_addr || f->has_addr6))
+			rc6 = udp_listen_one(c, &a6, (uint16_t)port, ifn);
+		if ((rc4 || rc6) && f->mode != FWD_ALL)
+			warn("udp: cannot forward port %u: %s", port,
+			     strerror(-(rc4 ? rc4 : rc6)));
+		if (rc4 == -EMFILE || rc6 == -EMFILE)
+			break;
+	}
+}
+
+/* --- events, timers, start-up ------------------------------------------- */
+
+void udp_sock_handler(struct ctx *c, uint64_t ref64, uint32_t events)
+{
+	union eref ref = { .u64 = ref64 };
+	struct udp_rxb b;
+	struct flow *fl;
+	int i;
+
+	if (ref.type == EREF_UDP_LISTEN) {
+		struct icmp_err e;
+
+		/* Errors about clients: nothing the guest could act on. */
+		for (i = 0; (events & EPOLLERR) && i < UDP_ERR_ROUNDS; i++)
+			if (icmp_err_read((int)ref.idx, &e, c->udp.scratch,
+					  UDP_SCRATCH_SIZE) <= 0)
+				break;
+		for (i = 0; (events & EPOLLIN) && i < UDP_RECV_ROUNDS; i++)
+			if (!udp_listen_recv(c, ref, &b))
+				break;
+		return;
+	}
+	fl = flow_at(&c->flows, ref.idx);
+	if (!fl || fl->f.type != FLOW_UDP)
+		return;
+	if (events & EPOLLERR)
+		udp_flow_errors(c, fl);
+	for (i = 0; (events & EPOLLIN) && i < UDP_RECV_ROUNDS; i++)
+		if (!udp_flow_recv(c, fl, &b))
+			break;
 }
 
 void udp_timer(struct ctx *c)
 {
-	(void)c;
+	int64_t now = now_ms(c), next = INT64_MAX, gran;
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_UDP); fl; fl = nx) {
+		struct udp_flow *u = UDP_FLOW(fl);
+		int64_t due = u->last_ms + (u->replied ? c->udp.timeout_replied_ms
+							: c->udp.timeout_ms);
+
+		nx = flow_next(&c->flows, fl);
+		if (due <= now) {
+			c->udp.flows_expired++;
+			udp_flow_free(c, fl);
+		} else if (due < next) {
+			next = due;
+		}
+	}
+	if (next == INT64_MAX)
+		return;
+	/* Coarse ticks: one walk per second at most (finer for short test
+	 * timeouts), whatever the number of flows. */
+	gran = MIN(1000, (int64_t)c->udp.timeout_ms / 10 + 1);
+	timer_request(c, MAX(next - now, gran));
+}
+
+/* env_u32() - test builds: a limit from the environment, else dflt. */
+static uint32_t env_u32(const char *name, uint32_t dflt)
+{
+#ifdef FERRY_TEST
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (s && *s) {
+		v = strtoul(s, &end, 10);
+		if (!*end && v > 0 && v <= UINT32_MAX)
+			return (uint32_t)v;
+	}
+#else
+	(void)name;
+#endif
+	return dflt;
+}
+
+/* udp_limits() - flow cap and timeouts, the cap within the fd budget. */
+static void udp_limits(struct ctx *c)
+{
+	struct rlimit rl;
+	uint32_t cap = env_u32("FERRY_TEST_UDP_MAX_FLOWS",
+			       UDP_MAX_FLOWS_DEFAULT);
+
+	/* Use the hard limit: file descriptors are what flows cost. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		if (rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur / 2 < (rlim_t)cap + 64)
+			cap = rl.rlim_cur / 2 > 128
+			      ? (uint32_t)(rl.rlim_cur / 2 - 64) : 64;
+	}
+	c->udp.max_flows = MIN(cap, FLOW_MAX);
+	c->udp.timeout_ms = env_u32("FERRY_TEST_UDP_TIMEOUT_MS", UDP_TIMEOUT_MS);
+	c->udp.timeout_replied_ms = env_u32("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS",
+					    UDP_TIMEOUT_REPLIED_MS);
+	debug("udp: at most %u flows, idle timeouts %u/%u ms",
+	      c->udp.max_flows, c->udp.timeout_ms, c->udp.timeout_replied_ms);
+}
+
+void udp_init(struct ctx *c)
+{
+	void *p = mmap(NULL, UDP_SCRATCH_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("udp: cannot allocate buffers");
+	c->udp.scratch = p;
+	c->udp.lru_head = c->udp.lru_tail = FLOW_NONE;
+	udp_limits(c);
+	c->udp.ready = true;
+	udp_listen_init(c);
+}
+
+void udp_close_all(struct ctx *c)
+{
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_UDP); fl; fl = nx) {
+		nx = flow_next(&c->flows, fl);
+		udp_flow_free(c, fl);
+	}
+}
+
+void udp_stats_log(const struct ctx *c)
+{
+	if (!c->udp.flows_created)
+		return;
+	info("stats: udp flows %u open, %llu created, %llu expired, "
+	     "%llu evicted, %llu ICMP errors to guest",
+	     c->flows.count[FLOW_UDP],
+	     (unsigned long long)c->udp.flows_created,
+	     (unsigned long long)c->udp.flows_expired,
+	     (unsigned long long)c->udp.flows_evicted,
+	     (unsigned long long)c->udp.icmp_to_guest);
 }

@@ -1,24 +1,66 @@
-/* udp.h - see udp.c. */
+/* udp.h - see udp.c: UDP flows, forwarded UDP ports. */
 #ifndef FERRY_UDP_H
 #define FERRY_UDP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "drop.h"
+#include "tap.h"
 
 struct ctx;
 struct pkt;
 
-struct udp_state {
-	int placeholder;
+#define UDP_MAX_FLOWS_DEFAULT	4096
+#define UDP_TIMEOUT_MS		30000	/* no reply seen yet */
+#define UDP_TIMEOUT_REPLIED_MS	180000	/* replies seen ("assured") */
+#define UDP_BATCH		32	/* datagrams per recvmmsg/sendmmsg */
+#define UDP_SCRATCH_SIZE	65536	/* error queue payloads */
+
+/* A guest datagram waiting for udp_input_done(): payload in the rx batch. */
+struct udp_pend {
+	const uint8_t *data;
+	uint32_t len;
+	uint32_t next;			/* next of the same flow, or FLOW_NONE */
 };
 
+struct udp_state {
+	bool ready;			/* udp_init() ran */
+	uint32_t max_flows;		/* configured, capped by RLIMIT_NOFILE */
+	uint32_t timeout_ms, timeout_replied_ms;
+	uint32_t lru_head, lru_tail;	/* flows, least recently active first */
+	uint8_t *scratch;		/* UDP_SCRATCH_SIZE bytes */
+	unsigned int listeners;		/* forwarded-port sockets open */
+
+	/* Counters (statistics dump, tests) */
+	uint64_t flows_created, flows_evicted, flows_expired;
+	uint64_t icmp_to_guest;
+
+	/* Guest datagrams of the current input batch, chained per flow. */
+	unsigned int npend, nqueued;
+	struct udp_pend pend[RX_FRAMES_MAX];
+	uint32_t queued[RX_FRAMES_MAX];	/* flows with pending datagrams */
+};
+
+/* udp_init() - limits, forwarded-port sockets (-u). Start-up only. */
 void udp_init(struct ctx *c);
-/* udp_input() - one validated UDP segment/datagram from the guest. */
+/* udp_input() - one validated UDP datagram from the guest: find or create
+ * its flow and queue it for udp_input_done(). */
 enum drop_reason udp_input(struct ctx *c, const struct pkt *p);
-/* udp_input_done() - end of an input batch: flush deferred work. */
+/* udp_input_done() - end of an input batch: send the queued datagrams,
+ * one sendmmsg() per flow. */
 void udp_input_done(struct ctx *c);
-/* udp_sock_handler() - epoll event on a UDP socket (eref type/idx). */
+/* udp_sock_handler() - epoll event on a UDP flow socket (EREF_UDP) or a
+ * forwarded-port socket (EREF_UDP_LISTEN). */
 void udp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events);
+/* udp_timer() - expire idle flows. */
 void udp_timer(struct ctx *c);
+/* udp_listen_init() - open the host sockets of the ports forwarded by -u
+ * (c->conf.udp_in), per family enabled and allowed by the spec's bind
+ * address. Called by udp_init(); tests call it after filling a spec. */
+void udp_listen_init(struct ctx *c);
+/* udp_close_all() - close and free every UDP flow (shutdown, tests). */
+void udp_close_all(struct ctx *c);
+/* udp_stats_log() - log the flow counters (statistics dump). */
+void udp_stats_log(const struct ctx *c);
 
 #endif /* FERRY_UDP_H */

@@ -1,0 +1,50 @@
+/* icmp_err.h - see icmp_err.c: ICMP/ICMPv6 errors towards the guest. */
+#ifndef FERRY_ICMP_ERR_H
+#define FERRY_ICMP_ERR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flow.h"
+
+struct ctx;
+
+/* One entry of a socket's error queue (IP_RECVERR / IPV6_RECVERR). */
+struct icmp_err {
+	uint8_t origin;			/* SO_EE_ORIGIN_* */
+	uint8_t type, code;		/* ICMP/ICMPv6 type and code */
+	int errnum;			/* errno the kernel derived */
+	uint32_t info;			/* MTU for "too big" errors */
+	bool has_offender;
+	union inany offender;		/* who reported it (ICMP origin) */
+	size_t len;			/* payload bytes read into the buffer */
+	bool truncated;			/* the payload was longer than that */
+};
+
+/* The guest's datagram an error is about, as the guest sent it. */
+struct icmp_err_orig {
+	union inany src, dst;		/* guest address, remote as it sees it */
+	uint16_t sport, dport;
+	union inany host_dst;		/* where ferry sent it on the host */
+	const uint8_t *payload;		/* what is known of the payload */
+	size_t len;			/* bytes at payload */
+	size_t full_len;		/* the payload's original length */
+};
+
+/* icmp_err_read() - dequeue one error from fd's error queue, the original
+ * payload going to buf (size bytes). Return 1 with *e filled, 0 when the
+ * queue is empty, -errno on other failures. */
+int icmp_err_read(int fd, struct icmp_err *e, uint8_t *buf, size_t size);
+
+/* icmp_err_to_guest() - send the guest the ICMP (IPv4 flows) or ICMPv6
+ * error matching e about datagram o, quoting o within the minimum MTU.
+ * Only destination unreachable (port, host, network, prohibited) and
+ * fragmentation needed / packet too big are translated, and the error
+ * appears to come from an address the guest itself uses: the remote it
+ * addressed when the destination reported it, else its gateway.
+ * Return true if a frame was queued. */
+bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
+		       const struct icmp_err_orig *o);
+
+#endif /* FERRY_ICMP_ERR_H */
