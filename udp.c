@@ -564,12 +564,14 @@ static size_t udp_frame_build(const struct ctx *c, uint8_t *f,
 	return (size_t)(t - f) + l4len;
 }
 
+#define UDP_RX_NONE	SIZE_MAX
+
 /* One recvmmsg() batch received in place into guest frames. */
 struct udp_rxb {
 	struct mmsghdr mm[UDP_BATCH];
 	struct iovec iov[UDP_BATCH];
 	uint8_t *frames[UDP_BATCH];
-	size_t lens[UDP_BATCH];		/* frame lengths, 0: no frame */
+	size_t lens[UDP_BATCH];		/* payload, then frame lengths */
 	sockaddr_inany names[UDP_BATCH];
 	union {
 		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
@@ -579,9 +581,11 @@ struct udp_rxb {
 
 /* udp_rxb_recv() - reserve guest frames for family v6 and receive up to
  * UDP_BATCH datagrams from fd, each payload right after its frame's
- * headers (with sender and pktinfo when meta). Datagrams too big for the
- * guest are dropped (lens[i] 0). Returns how many were received (commit
- * them with tap_tx_commit_many()); *full when the batch was filled. */
+ * headers (with sender and pktinfo when meta), lens[i] its length.
+ * Datagrams too big for the guest are dropped (lens[i] UDP_RX_NONE).
+ * Callers turn lens[] into frame lengths (0: no frame). Returns how
+ * many were received (commit them with tap_tx_commit_many()); *full when
+ * the batch was filled. */
 static unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 				 struct udp_rxb *b, bool *full)
 {
@@ -612,7 +616,7 @@ static unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 		b->lens[i] = b->mm[i].msg_len;
 		if (b->mm[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			drop(c, DROP_UDP_TOO_BIG);
-			b->lens[i] = 0;
+			b->lens[i] = UDP_RX_NONE;
 		}
 	}
 	*full = (unsigned int)r == n;
@@ -632,9 +636,8 @@ static bool udp_flow_recv(struct ctx *c, struct flow *fl, struct udp_rxb *b)
 	if (!n)
 		return false;
 	for (i = 0; i < n; i++)
-		if (b->lens[i])
-			b->lens[i] = udp_frame_build(c, b->frames[i], k,
-						     b->lens[i]);
+		b->lens[i] = b->lens[i] == UDP_RX_NONE ? 0 :
+			     udp_frame_build(c, b->frames[i], k, b->lens[i]);
 	tap_tx_commit_many(c, b->lens, n);
 	UDP_FLOW(fl)->replied = true;
 	flow_touch(c, fl);
@@ -785,8 +788,10 @@ static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
 		uint16_t pport;
 		struct flow *fl;
 
-		if (!b->lens[i])
+		if (b->lens[i] == UDP_RX_NONE) {
+			b->lens[i] = 0;
 			continue;
+		}
 		recv_meta(&b->mm[i].msg_hdr, v6, &peer, &pport, &local);
 		flow_key_make(&hk, IPPROTO_UDP, &peer, pport, &local, ref.aux);
 		fl = flow_lookup(&c->flows, FLOW_SIDE_HOST, &hk);
