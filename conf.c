@@ -621,7 +621,7 @@ static const struct opt opts[] = {
 	{ "debug", 'd', NULL, M_ALL, h_flag, OFF(debug), 0, 0,
 	  "log debug messages" },
 	FLAG("trace", M_ALL, trace,
-	     "log per-packet trace messages (implies --debug)"),
+	     "log per-packet traces (implies --debug)"),
 	{ "quiet", 'q', NULL, M_ALL, h_flag, OFF(quiet), 0, 0,
 	  "log errors only" },
 	{ "foreground", 'f', NULL, M_ALL, h_flag, OFF(foreground), 0, 0,
@@ -631,7 +631,7 @@ static const struct opt opts[] = {
 	{ "log-file", 'l', "PATH", M_ALL, h_path, OFF(log_file), 0, 0,
 	  "log to PATH instead of stderr/syslog" },
 	{ "log-size", 0, "SIZE", M_ALL, h_log_size, 0, 0, 0,
-	  "bound the log file to SIZE bytes (k/M/G; default 1M)" },
+	  "log file size bound (k/M/G; default 1M)" },
 	{ "runas", 0, "UID[:GID]", M_ALL, h_runas, 0, 0, 0,
 	  "run as this user (and group), numeric or names" },
 	{ "pcap", 'p', "PATH", M_ALL, h_path, OFF(pcap_file), 0, 0,
@@ -639,7 +639,7 @@ static const struct opt opts[] = {
 	{ "pid", 'P', "PATH", M_ALL, h_path, OFF(pid_file), 0, 0,
 	  "write the process ID to PATH" },
 	{ "fd", 'F', "FD", M_ALL, h_fd, 0, 0, 0,
-	  "use the inherited, connected socket FD as guest link" },
+	  "inherited guest link fd (connected socket or tap)" },
 	{ "socket", 's', "PATH", M_VM, h_socket, 0, 0, 0,
 	  "listen on UNIX socket PATH for qemu" },
 	{ "socket-path", 0, "PATH", M_VM, h_socket, 0, 0, 0,
@@ -649,7 +649,7 @@ static const struct opt opts[] = {
 	FLAG("vhost-user", M_VM, vhost_user,
 	     "speak vhost-user on the socket"),
 	{ "print-capabilities", 0, NULL, M_VM, h_print, CONF_PRINT_CAPS, 0, 0,
-	  "print vhost-user backend capabilities (JSON) and exit" },
+	  "print vhost-user capabilities (JSON), exit" },
 	{ "repair-path", 0, "PATH", M_VM, h_ignore, 0, 0, 0,
 	  "accepted, no effect (no live migration yet)" },
 	{ "migrate-exit", 0, NULL, M_VM, h_ignore, 0, 0, 0,
@@ -679,7 +679,7 @@ static const struct opt opts[] = {
 	{ "ipv6-only", '6', NULL, M_ALL, h_only, 0, 0, 0,
 	  "IPv6 only (disable IPv4)" },
 	{ "dns", 'D', "ADDR|none", M_ALL, h_dns, 0, 0, 0,
-	  "nameserver to advertise (repeatable), none: no DNS" },
+	  "nameserver to advertise (repeatable); none" },
 	{ "dns-forward", 0, "ADDR", M_ALL, h_addr, OFF46(dns_fwd),
 	  F_NO_LOOPBACK, "guest address whose DNS traffic goes to --dns-host" },
 	{ "dns-host", 0, "ADDR", M_ALL, h_addr, OFF46(dns_host), 0,
@@ -720,7 +720,7 @@ static const struct opt opts[] = {
 	FLAG("no-ra", M_ALL, no_ra,
 	     "disable router advertisements"),
 	FLAG("freebind", M_ALL, freebind,
-	     "allow binding forwarded ports to non-local addresses"),
+	     "allow binding ports to non-local addresses"),
 	{ "tcp-ports", 't', "SPEC", M_ALL, h_fwd, OFF(tcp_in), 0, 0,
 	  "forward TCP ports host->guest (see PORT SPECS)" },
 	{ "udp-ports", 'u', "SPEC", M_ALL, h_fwd, OFF(udp_in), 0, 0,
@@ -957,7 +957,8 @@ bool conf_parse_args(struct conf *c, enum mode mode, int argc, char **argv,
 	       finish(c, &ps);
 }
 
-/* usage_line() - one option of the --help text. */
+/* usage_line() - one option of the --help text; long names push the
+ * help onto the next line to stay within 80 columns. */
 static void usage_line(FILE *out, const struct opt *o)
 {
 	char left[64];
@@ -966,7 +967,10 @@ static void usage_line(FILE *out, const struct opt *o)
 		 o->letter ? '-' : ' ', o->letter ? o->letter : ' ',
 		 o->letter ? ", " : "  ", o->name, o->argname ? " " : "",
 		 o->argname ? o->argname : "");
-	fprintf(out, "  %-34s %s\n", left, o->help);
+	if (strlen(left) > 26)
+		fprintf(out, "  %s\n  %-26s %s\n", left, "", o->help);
+	else
+		fprintf(out, "  %-26s %s\n", left, o->help);
 }
 
 void conf_print_usage(FILE *out, enum mode mode)
@@ -987,10 +991,11 @@ void conf_print_usage(FILE *out, enum mode mode)
 		if (opts[i].modes & m)
 			usage_line(out, &opts[i]);
 	fprintf(out, "\nPORT SPECS (-t, -u%s):\n"
-		"  none | all | %s[ADDR][%%IF]/PORTS, PORTS: comma list of\n"
-		"  [~]N[-M][:T[-U]]  e.g. 22,80:8080,1000-1010:2000-2010,~1005\n"
-		"  ~ excludes ports; a list of exclusions only means all but "
-		"those.\n", mode == MODE_NS ? ", -T, -U" : "",
+		"  none | %s[BIND/]all | [BIND/]ITEM[,ITEM]...\n"
+		"  BIND: ADDR, ADDR%%IF or %%IF    ITEM: [~]N[-M][:T[-U]]\n"
+		"  e.g. 22,80:8080,1000-1010:2000-2010,~1005  127.0.0.1/8080:80\n"
+		"  ~ excludes ports; exclusions alone mean all other ports.\n",
+		mode == MODE_NS ? ", -T, -U" : "",
 		mode == MODE_NS ? "auto | " : "");
 	fprintf(out, "\nExit status: 0 success, 1 bad command line or "
 		"start-up failure.\nSee ferry(1).\n");
