@@ -888,6 +888,12 @@ static bool finish(struct conf *c, struct pstate *ps)
 	}
 	if (c->trace)
 		c->debug = true;
+	if (c->mtu < MTU_MIN_IPV6 && ps->saw6) {
+		snprintf(ps->err, ps->errlen, "--mtu: '%u' is below %d, the "
+			 "IPv6 minimum, and -6 disables IPv4", c->mtu,
+			 MTU_MIN_IPV6);
+		return false;
+	}
 	if (c->mtu < MTU_MIN_IPV6 && c->ip6.enabled) {
 		c->ip6.enabled = false;		/* like pasta: warn, go on */
 		c->mtu_disabled_ip6 = true;

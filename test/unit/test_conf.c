@@ -292,6 +292,8 @@ TEST(conf_mtu)
 	CHECK(!r.c->ip6.enabled && r.c->mtu_disabled_ip6);
 	CHECK(NS(&r, "-4", "-m", "68"));
 	CHECK(!r.c->mtu_disabled_ip6);
+	CHECK(!NS(&r, "-6", "-m", "1000"));	/* nothing would be left */
+	CHECK(err_has(&r, "--mtu", "'1000'"));
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CHECK(!NS(&r, "--mtu", bad[i]));
 		CHECK(err_has(&r, "--mtu", "MTU (68-65520)"));
