@@ -7,13 +7,21 @@
 #   uplink0: 198.51.100.2/24, 2001:db8::2/64, MTU 65520
 #   default routes via 198.51.100.1 and 2001:db8::1 (nobody answers)
 # so ferry sees an ordinary host with a default route, yet no packet can
-# leave this machine. Then runs "$@" with FERRY_SANDBOX=1.
+# leave this machine. A private mount namespace gives the sandbox its own
+# /etc/resolv.conf (nameserver 198.51.100.53, search example.test): the
+# host's real nameservers are never handed to a guest. Then runs "$@"
+# with FERRY_SANDBOX=1.
 set -eu
 if [ "${FERRY_SANDBOX_INNER:-}" != 1 ]; then
 	export FERRY_SANDBOX_INNER=1
-	exec unshare -Urn --kill-child -- "$0" "$@"
+	exec unshare -Urnm --kill-child -- "$0" "$@"
 fi
 ip link set lo up
+resolv=$(mktemp /tmp/ferry-sandbox-resolv.XXXXXX)
+printf 'nameserver 198.51.100.53\nsearch example.test\n' > "$resolv"
+chmod 644 "$resolv"
+mount --bind "$resolv" /etc/resolv.conf
+rm -f "$resolv"	# the bind mount keeps the file alive
 ip link add uplink0 type veth peer name uplink0p
 ip link set uplink0 mtu 65520
 ip link set uplink0p mtu 65520
