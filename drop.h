@@ -65,7 +65,8 @@
 	X(TX_FULL,		"guest transmit queue full")		\
 	X(NOT_IMPLEMENTED,	"protocol path not implemented yet")	\
 	X(FAULT_INJECTED,	"dropped by test fault injection")	\
-	X(UDP_TOO_BIG,		"host datagram larger than the guest MTU")
+	X(UDP_TOO_BIG,		"host datagram larger than the guest MTU") \
+	X(LINK_DOWN,		"guest interface down (tap write EIO)")
 
 enum drop_reason {
 #define DROP_ENUM(name, text) DROP_##name,

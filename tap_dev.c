@@ -59,11 +59,12 @@ static int tapdev_flush(struct ctx *c)
 			continue;
 		}
 		if (n < 0) {
-			if (errno == EIO || errno == EBADFD) {
+			if (errno == EBADFD) {
 				err("tap write: %s", strerror(errno));
 				return -1;
 			}
-			drop(c, DROP_TX_FULL);
+			/* EIO: the guest has not set the interface up (yet) */
+			drop(c, errno == EIO ? DROP_LINK_DOWN : DROP_TX_FULL);
 		}
 	}
 	return 0;
