@@ -9,7 +9,8 @@ set -u
 # tool:package pairs the test suite needs
 NEED="unshare:util-linux nsenter:util-linux ip:iproute2 busybox:busybox
 ping:iputils-ping tshark:tshark iperf3:iperf3 dig:dnsutils curl:curl
-nc:netcat-openbsd /usr/bin/python3:python3 gcc:gcc make:make"
+nc:netcat-openbsd /usr/bin/python3:python3 gcc:gcc make:make
+dhclient:isc-dhcp-client"
 
 missing=""
 for pair in $NEED; do
