@@ -163,3 +163,29 @@ def test_real_command_lines_parse(links, name, args):
     i = broken.index("--pid")
     broken[i + 1] = ""
     one_error_line(ferry(*broken, "--help", argv0=str(links / name)), "--pid")
+
+
+def test_random_values_never_crash():
+    """Seeded random option/value soup: exit 0 (trailing --help) or 1 with
+    one stderr line, never a sanitizer report or another status. Only
+    options with values, so nothing becomes a command to run."""
+    import random
+    rnd = random.Random(1234)
+    opts = ["-t", "-u", "-T", "-U", "-a", "-n", "-m", "-M", "-g", "-D", "-S",
+            "-H", "--fqdn", "--runas", "--log-size", "-F", "-s", "--netns",
+            "-i", "--map-guest-addr", "--dns-forward", "-l", "--pid"]
+    vals = ["", "0", "65535", "65536", "1-2-3", "~", "~1", ":", "a/b", "%/",
+            "[::1]/80", "198.51.100.1%lo/all", "::/1", "all", "auto", "none",
+            "255.255.255.0", "x" * 300, "9a:55:9a:55:9a:55", "-1", "1k",
+            "4G", "root:root", ",,,", "80:90-91", "1000-1010:2000", "a\nb",
+            "%", "/", "2001:db8::1/64", "70000", "1.2.3.4/33"]
+    for _ in range(150):
+        args = []
+        for _ in range(rnd.randint(1, 6)):
+            args += [rnd.choice(opts), rnd.choice(vals)]
+        mode = rnd.choice(["ns", "vm"])
+        r = ferry(mode, *args, "--help")
+        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr
+        assert r.returncode in (0, 1), (mode, args, r.stderr)
+        if r.returncode == 1:
+            one_error_line(r)
