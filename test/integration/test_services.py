@@ -39,9 +39,12 @@ def guest(ferry_ns, tmp_path, monkeypatch):
     resolv = tmp_path / "resolv.conf"
     resolv.write_text(RESOLV)
     wrap = tmp_path / "ferry-wrap"
+    # The sandbox may itself have bound a (deleted) file there: stacking
+    # on that fails, so its mount goes first, in our mount namespace only.
     wrap.write_text("#!/bin/sh\n"
-                    "exec unshare -m -- sh -c 'mount --bind \"$0\" "
-                    "/etc/resolv.conf && exec \"$@\"' "
+                    "exec unshare -m -- sh -c 'umount /etc/resolv.conf "
+                    "2>/dev/null; mount --bind \"$0\" /etc/resolv.conf && "
+                    "exec \"$@\"' "
                     f"{resolv} {conftest.FERRY} \"$@\"\n")
     wrap.chmod(0o755)
     monkeypatch.setattr(conftest, "FERRY", str(wrap))
