@@ -1,0 +1,194 @@
+"""Namespace mode: the guest namespace, its tap device and configuration,
+the command's exit status, joining an existing namespace, local mode.
+
+Everything is checked from inside the guest with ip(8) (JSON output), and
+in the host sandbox (test/sandbox.sh: uplink0 198.51.100.2/24 and
+2001:db8::2/64, default routes via 198.51.100.1 and 2001:db8::1).
+"""
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+from conftest import FERRY, GW4, HOST4, HOST6, require, run, wait_for
+
+TAP = "uplink0"		# default: the name of the host's template interface
+GW6_LL = "fe80::1"	# ferry's link-local router address (see hostconf.c)
+MTU = 65520
+
+
+def ip_json(f, args):
+    return json.loads(f.guest(["ip", "-j"] + args).stdout or "[]")
+
+
+def link(f, name):
+    links = [l for l in ip_json(f, ["addr", "show"]) if l["ifname"] == name]
+    assert links, f"no interface {name} in the guest"
+    return links[0]
+
+
+def addrs(l, family):
+    return {(a["local"], a["prefixlen"]) for a in l.get("addr_info", [])
+            if a["family"] == family and a.get("scope") == "global"}
+
+
+def default_gw(routes):
+    d = [r for r in routes if r["dst"] == "default"]
+    return d[0].get("gateway") if d else None
+
+
+def ns_inode(pid, kind):
+    return os.stat(f"/proc/{pid}/ns/{kind}").st_ino
+
+
+def test_tap_gets_host_config(ferry_ns):
+    require("ip")
+    f = ferry_ns()
+    l = link(f, TAP)
+    assert "UP" in l["flags"] and l["mtu"] == MTU
+    assert addrs(l, "inet") == {(HOST4, 24)}
+    assert addrs(l, "inet6") == {(HOST6, 64)}
+    assert default_gw(ip_json(f, ["-4", "route"])) == GW4
+    assert default_gw(ip_json(f, ["-6", "route"])) == GW6_LL
+    assert "UP" in link(f, "lo")["flags"]
+    out = f.output()
+    assert f"template interface {TAP}" in out and "local mode" not in out
+
+
+def test_without_config_net_tap_stays_down(ferry_ns):
+    """As pasta documents: only --config-net configures and raises the
+    tap; loopback is always brought up."""
+    f = ferry_ns(config_net=False)
+    l = link(f, TAP)
+    assert "UP" not in l["flags"]
+    assert not addrs(l, "inet") and not addrs(l, "inet6")
+    assert "UP" in link(f, "lo")["flags"]
+
+
+def test_ns_mac_addr_and_ifname(ferry_ns):
+    f = ferry_ns(args=["--ns-mac-addr", "02:00:5e:10:00:01",
+                       "--ns-ifname", "eth7"])
+    l = link(f, "eth7")
+    assert l["address"] == "02:00:5e:10:00:01"
+    assert addrs(l, "inet") == {(HOST4, 24)}
+
+
+def test_guest_is_separate_user_and_net_namespace(ferry_ns):
+    f = ferry_ns()
+    me = os.getpid()
+    assert ns_inode(f.guest_pid, "net") != ns_inode(me, "net")
+    assert ns_inode(f.guest_pid, "user") != ns_inode(me, "user")
+    # The caller's uid is root inside, and nothing else is mapped.
+    assert f.guest("cat /proc/self/uid_map").stdout.split() == \
+        ["0", str(os.geteuid()), "1"]
+    assert f.guest("cat /proc/self/setgroups").stdout.strip() == "deny"
+    # The sandbox's uplink is not visible in the guest: only lo and tap.
+    assert {l["ifname"] for l in ip_json(f, ["link"])} == {"lo", TAP}
+
+
+def test_exit_status_of_command(ferry_ns):
+    f = ferry_ns(cmd=["sh", "-c", "exit 7"])
+    assert f.proc.wait(timeout=20) == 7
+
+
+def test_exit_status_of_killed_command(ferry_ns):
+    f = ferry_ns(cmd=["sh", "-c", "kill -TERM $$"])
+    assert f.proc.wait(timeout=20) == 128 + signal.SIGTERM
+
+
+def test_command_not_found(ferry_ns):
+    f = ferry_ns(cmd=["/nonexistent/cmd"])
+    assert f.proc.wait(timeout=20) == 127
+    assert "/nonexistent/cmd" in f.output()
+
+
+def test_ferry_exits_when_command_exits(ferry_ns):
+    f = ferry_ns()
+    assert f.proc.poll() is None
+    os.kill(f.guest_pid, signal.SIGKILL)	# the command we started
+    assert f.proc.wait(timeout=20) == 128 + signal.SIGKILL
+
+
+def test_command_dies_with_ferry(ferry_ns):
+    f = ferry_ns()
+    f.proc.send_signal(signal.SIGTERM)
+    f.proc.wait(timeout=20)
+    wait_for(lambda: not os.path.exists(f"/proc/{f.guest_pid}")
+             or "Z" in open(f"/proc/{f.guest_pid}/stat").read().split()[2],
+             10, "the command to die with ferry (PR_SET_PDEATHSIG)")
+
+
+def test_local_mode_without_default_route(tmp_path):
+    """No default route on the host (a nested network namespace with only
+    lo): link-local fallback, and ferry says so."""
+    require("unshare")
+    script = ("ip -j addr show tap0; echo; ip -j -4 route; echo; "
+              "ip -j -6 route show default")
+    r = run(["unshare", "-n", FERRY, "ns", "-f", "--config-net", "--",
+             "sh", "-c", script], timeout=30)
+    parts = [json.loads(p) for p in r.stdout.strip().split("\n") if p]
+    tap, r4, r6 = parts
+    a4 = {(a["local"], a["prefixlen"]) for a in tap[0]["addr_info"]
+          if a["family"] == "inet"}
+    assert a4 == {("169.254.2.1", 16)}
+    assert default_gw(r4) == "169.254.2.2"
+    assert default_gw(r6) == GW6_LL
+    g6 = [a for a in tap[0]["addr_info"] if a["family"] == "inet6"
+          and a.get("scope") == "global"]
+    assert not g6
+    assert r.stderr.count("local mode") == 2, r.stderr
+
+
+@pytest.fixture
+def holder():
+    """A namespace made by someone else: `unshare -Urn sleep`, ended by
+    its PID at the end."""
+    p = subprocess.Popen(["unshare", "-Urn", "sleep", "3600"])
+    me = os.stat("/proc/self/ns/net").st_ino
+    wait_for(lambda: ns_inode(p.pid, "net") != me, 10, "unshare")
+    yield p
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
+def nsenter(pid, cmd):
+    return subprocess.run(["nsenter", "-t", str(pid), "-U", "-n",
+                           "--preserve-credentials"] + cmd,
+                          capture_output=True, text=True, timeout=30)
+
+
+def start_join(tmp_path, args):
+    log = open(tmp_path / "ferry.log", "w")
+    return subprocess.Popen([FERRY, "ns", "-f", "--config-net"] + args,
+                            stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL)
+
+
+def joined_addrs(pid):
+    r = nsenter(pid, ["ip", "-j", "addr", "show", TAP])
+    return (addrs(json.loads(r.stdout)[0], "inet")
+            if r.returncode == 0 and r.stdout.strip() else None)
+
+
+@pytest.mark.parametrize("how", ["pid", "path"])
+def test_join_existing_namespace(tmp_path, holder, how):
+    require("nsenter")
+    pid = holder.pid
+    args = [str(pid)] if how == "pid" else [
+        "--netns", f"/proc/{pid}/ns/net", "--userns", f"/proc/{pid}/ns/user"]
+    f = start_join(tmp_path, args)
+    try:
+        got = wait_for(lambda: f.poll() is None and joined_addrs(pid),
+                       10, "the tap in the joined namespace")
+        assert got == {(HOST4, 24)}
+        assert f.poll() is None
+        holder.kill()			# the namespace goes away ...
+        holder.wait()
+        assert f.wait(timeout=20) == 0	# ... and so does ferry
+    finally:
+        if f.poll() is None:
+            f.kill()
+            f.wait()
