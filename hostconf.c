@@ -4,7 +4,8 @@
  * unset is taken from the host, per address family, over rtnetlink in
  * ferry's own (host) network namespace:
  *
- *   template interface  -i, else the interface of the first default route
+ *   template interface  -i (or --outbound-if4/6), else the interface of
+ *                       the first default route
  *   guest address       -a, else the template's first global address
  *   prefix length       -n, else the template address's prefix (IPv4:
  *                       the classful length if -a is outside it; IPv6: 64)
@@ -240,6 +241,11 @@ void conf_derive(struct conf *c)
 
 	if (nl < 0)
 		die("cannot open a netlink socket: %s", strerror(-nl));
+	/* --outbound-if4/6 name the template too, unless -i does. */
+	if (!c->ifname4[0] && c->outbound_if4[0])
+		str_copy(c->ifname4, c->outbound_if4, IFNAMSIZ);
+	if (!c->ifname6[0] && c->outbound_if6[0])
+		str_copy(c->ifname6, c->outbound_if6, IFNAMSIZ);
 	if (c->ip4.enabled)
 		derive_ip4(c, nl);
 	if (c->ip6.enabled)

@@ -141,15 +141,15 @@ static int nl_handle(const struct nlmsghdr *nh, uint32_t seq, nl_parse_fn fn,
  * 0 or -errno: the kernel's error, or a transport failure. */
 static int nl_xfer(int fd, struct nl_msg *m, nl_parse_fn fn, void *arg)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	uint8_t buf[NL_RX_SIZE] __attribute__((aligned(NLMSG_ALIGNTO)));
 	uint32_t seq;
 	int rc = 0;
 
 	random_bytes(&seq, sizeof(seq));
 	m->nh.nlmsg_seq = seq;
-	if (sendto(fd, m, m->nh.nlmsg_len, 0, (struct sockaddr *)&sa,
-		   sizeof(sa)) < 0)
+	/* No address: an unconnected netlink socket sends to the kernel
+	 * (and the unit tests can stand in for it with a socketpair). */
+	if (send(fd, m, m->nh.nlmsg_len, 0) < 0)
 		return -errno;
 	for (;;) {
 		struct iovec iov = { buf, sizeof(buf) };
@@ -162,6 +162,8 @@ static int nl_xfer(int fd, struct nl_msg *m, nl_parse_fn fn, void *arg)
 			continue;
 		if (n < 0)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (!n)			/* no reply, yet the exchange is open */
+			return -EBADMSG;
 		if (mh.msg_flags & MSG_TRUNC)
 			return -EMSGSIZE;
 		len = (int)n;
