@@ -75,6 +75,7 @@
 #define UDP_PAYLOAD_MAX6	(65535 - UDP_HLEN)		/* 65527 */
 #define UDP_RECV_ROUNDS		4	/* recvmmsg batches per event */
 #define UDP_ERR_ROUNDS		16	/* error queue entries per event */
+#define UDP_SOCK_BUF		(4 << 20)	/* SO_RCVBUF/SO_SNDBUF asked */
 
 struct udp_flow {
 	int sock;			/* own socket, or the shared listener */
@@ -261,7 +262,7 @@ static int udp_socket(const union inany *a, uint16_t port, bool may_move,
 		      const char *ifname)
 {
 	bool v6 = !inany_is4(a);
-	int fd, one = 1, rc;
+	int fd, one = 1, rc, bufsz = UDP_SOCK_BUF;
 	sockaddr_inany sa;
 	socklen_t sl;
 
@@ -271,6 +272,10 @@ static int udp_socket(const union inany *a, uint16_t port, bool may_move,
 		return -errno;
 	if (v6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	/* Room for bursts while the loop writes frames to the guest (the
+	 * kernel caps this at net.core.[rw]mem_max). Best effort. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
 	if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
 		       v6 ? IPV6_RECVERR : IP_RECVERR, &one, sizeof(one)))
 		goto fail;
