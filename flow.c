@@ -6,7 +6,6 @@
  * chains. Per-type doubly linked lists let modules walk only their flows
  * (timers, expiry) without scanning the whole table.
  */
-#include <sys/mman.h>
 
 #include "flow.h"
 #include "log.h"
@@ -54,22 +53,12 @@ uint64_t siphash24(uint64_t k0, uint64_t k1, const void *data, size_t len)
 	return v0 ^ v1 ^ v2 ^ v3;
 }
 
-static void *alloc_zeroed(size_t size)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("cannot allocate the flow table (%zu bytes)", size);
-	return p;
-}
-
 void flow_init(struct flowtab *ft, uint32_t limit)
 {
 	uint32_t i;
 
-	ft->slots = alloc_zeroed(sizeof(struct flow) * FLOW_MAX);
-	ft->buckets = alloc_zeroed(sizeof(uint32_t) * FLOW_HASH_SIZE);
+	ft->slots = alloc_startup(sizeof(struct flow) * FLOW_MAX);
+	ft->buckets = alloc_startup(sizeof(uint32_t) * FLOW_HASH_SIZE);
 	memset(ft->buckets, 0xff, sizeof(uint32_t) * FLOW_HASH_SIZE);
 	ft->limit = limit && limit < FLOW_MAX ? limit : FLOW_MAX;
 	ft->used = 0;

@@ -30,22 +30,11 @@
 
 static const uint8_t mac_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
-/* alloc_buf() - one large buffer, allocated at start-up only. */
-static uint8_t *alloc_buf(size_t size)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("cannot allocate %zu bytes of frame buffers", size);
-	return p;
-}
-
 void tap_init(struct ctx *c)
 {
 	c->link.fd = c->link.listen_fd = -1;
-	c->link.tx.buf = alloc_buf(TX_BUF_SIZE);
-	c->link.rx.buf = alloc_buf(RX_BUF_SIZE);
+	c->link.tx.buf = alloc_startup(TX_BUF_SIZE);
+	c->link.rx.buf = alloc_startup(RX_BUF_SIZE);
 }
 
 void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
@@ -91,6 +80,23 @@ static void learn_guest(struct ctx *c, const struct pkt *p)
 	}
 }
 
+/* dispatch_l4() - transport handler for a packet that passed the
+ * family's address checks (ICMP here means ICMPv4 or ICMPv6 echo). */
+static enum drop_reason dispatch_l4(struct ctx *c, const struct pkt *p)
+{
+	switch (p->l4proto) {
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		return icmp_input(c, p);
+	case IPPROTO_TCP:
+		return c->conf.no_tcp ? DROP_SERVICE_DISABLED : tcp_input(c, p);
+	case IPPROTO_UDP:
+		return c->conf.no_udp ? DROP_SERVICE_DISABLED : udp_input(c, p);
+	default:
+		return DROP_IP_PROTO;
+	}
+}
+
 /* dispatch_ip4() - choose the handler for a validated IPv4 packet. */
 static enum drop_reason dispatch_ip4(struct ctx *c, const struct pkt *p)
 {
@@ -106,16 +112,7 @@ static enum drop_reason dispatch_ip4(struct ctx *c, const struct pkt *p)
 		return DROP_IP4_SRC;
 	if (in4_is_mcast_or_bcast(p->dst4))
 		return DROP_MCAST_BCAST;
-	switch (p->l4proto) {
-	case IPPROTO_ICMP:
-		return icmp_input(c, p);
-	case IPPROTO_TCP:
-		return c->conf.no_tcp ? DROP_SERVICE_DISABLED : tcp_input(c, p);
-	case IPPROTO_UDP:
-		return c->conf.no_udp ? DROP_SERVICE_DISABLED : udp_input(c, p);
-	default:
-		return DROP_IP_PROTO;
-	}
+	return dispatch_l4(c, p);
 }
 
 /* dispatch_ip6() - choose the handler for a validated IPv6 packet. */
@@ -135,16 +132,7 @@ static enum drop_reason dispatch_ip6(struct ctx *c, const struct pkt *p)
 		return DROP_MCAST_BCAST;
 	if (in6_is_unspec(&p->src6))
 		return DROP_IP6_SRC;
-	switch (p->l4proto) {
-	case IPPROTO_ICMPV6:
-		return icmp_input(c, p);
-	case IPPROTO_TCP:
-		return c->conf.no_tcp ? DROP_SERVICE_DISABLED : tcp_input(c, p);
-	case IPPROTO_UDP:
-		return c->conf.no_udp ? DROP_SERVICE_DISABLED : udp_input(c, p);
-	default:
-		return DROP_IP_PROTO;
-	}
+	return dispatch_l4(c, p);
 }
 
 /* tap_dispatch() - parse one frame and hand it to its handler. */

@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
+#include "log.h"
 #include "util.h"
 
 /* str_copy() - bounded copy that always terminates dst. */
@@ -98,4 +100,15 @@ void random_bytes(void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
+}
+
+/* alloc_startup() - mmap() zeroed memory; pages are touched lazily. */
+void *alloc_startup(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		die("cannot allocate %zu bytes at start-up", size);
+	return p;
 }
