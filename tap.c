@@ -271,10 +271,17 @@ void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k)
 	unsigned int i;
 
 	for (i = 0; i < k; i++) {
-		size_t off = tx->pending_off + i * tx->pending_stride;
+		size_t slot = tx->pending_off + i * tx->pending_stride;
+		size_t off = tx->used;
 
 		if (!lens[i])
 			continue;
+		/* Keep frames contiguous (stream backends send the buffer
+		 * as one run): move the frame down to the end of the last
+		 * one; off <= slot, so the move never overlaps wrongly. */
+		if (off != slot)
+			memmove(tx->buf + off + pfx, tx->buf + slot + pfx,
+				lens[i]);
 		if (pfx)
 			c->link.ops->fill_prefix(tx->buf + off, lens[i]);
 		tx->f[tx->n].off = (uint32_t)off;

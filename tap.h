@@ -98,13 +98,13 @@ void tap_tx_commit(struct ctx *c, size_t len);
  * each, at a fixed stride (so a batch receive can fill them in place);
  * flushes first when fewer than n would fit. Fills frames[] and returns
  * how many slots there are (0: no peer, or max_len can never fit).
- * Frames committed this way need not be contiguous in the buffer:
- * backends address each frame by its f[].off only. */
+ * Nothing else may reserve or commit until tap_tx_commit_many(). */
 unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
 				 uint8_t **frames, unsigned int n);
 
 /* tap_tx_commit_many() - queue slots 0..k-1 of the last
- * tap_tx_reserve_many(), slot i lens[i] bytes long (0: skip the slot). */
+ * tap_tx_reserve_many(), slot i lens[i] bytes long (0: skip the slot).
+ * Frames are moved down to stay contiguous in the batch buffer. */
 void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k);
 
 /* tap_flush() - write out queued frames (end of each loop iteration). */

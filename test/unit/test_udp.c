@@ -490,3 +490,28 @@ TEST(udp_forwarded_port_range)
 	close(cl);
 	udp_ctx_free(c);
 }
+
+/* tap_tx_reserve_many()/commit_many(): slots filled in place, skipped
+ * ones left out, and the committed frames end up contiguous. */
+TEST(udp_tx_many_contiguous)
+{
+	struct ctx *c = udp_ctx();
+	struct tx_batch *tx = &c->link.tx;
+	uint8_t *fr[3];
+	size_t lens[3] = { 10, 0, 20 };
+	unsigned int n, i;
+
+	n = tap_tx_reserve_many(c, 100, fr, 3);
+	CHECK_EQ(n, 3);
+	for (i = 0; i < 3; i++)
+		memset(fr[i], 'a' + (int)i, 100);
+	tap_tx_commit_many(c, lens, 3);
+	CHECK_EQ(tx->n, 2);
+	CHECK_EQ(tx->f[0].len, 10);
+	CHECK_EQ(tx->f[1].len, 20);
+	CHECK_EQ(tx->f[1].off, tx->f[0].off + 10);
+	CHECK_EQ(tx->used, tx->f[1].off + 20);
+	CHECK(tx->buf[tx->f[0].off] == 'a' && tx->buf[tx->f[0].off + 9] == 'a');
+	CHECK(tx->buf[tx->f[1].off] == 'c' && tx->buf[tx->f[1].off + 19] == 'c');
+	udp_ctx_free(c);
+}
