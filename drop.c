@@ -57,4 +57,5 @@ void stats_log(const struct ctx *c)
 			info("stats: drop %s %llu", drop_names[r],
 			     (unsigned long long)c->stats.drops[r]);
 	udp_stats_log(c);
+	tcp_stats_log(c);
 }

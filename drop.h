@@ -66,7 +66,9 @@
 	X(NOT_IMPLEMENTED,	"protocol path not implemented yet")	\
 	X(FAULT_INJECTED,	"dropped by test fault injection")	\
 	X(UDP_TOO_BIG,		"host datagram larger than the guest MTU") \
-	X(LINK_DOWN,		"guest interface down (tap write EIO)")
+	X(LINK_DOWN,		"guest interface down (tap write EIO)")	\
+	X(TCP_STATE,		"TCP segment not valid in this state")	\
+	X(TCP_SEQ,		"TCP segment outside the window")
 
 enum drop_reason {
 #define DROP_ENUM(name, text) DROP_##name,

@@ -1,36 +1,784 @@
-/* tcp.c - TCP translation between guest frames and host sockets.
+/* tcp.c - TCP translation: connection lifecycle and guest -> host data.
  *
- * Placeholder until the TCP issue lands: segments are refused with
- * DROP_NOT_IMPLEMENTED so they are counted, never silently lost.
+ * Theory of operation
+ *
+ * ferry terminates the guest's TCP connections itself and carries their
+ * byte streams over ordinary host sockets. Each connection is a FLOW_TCP
+ * flow (tcp_conn.h) found by the guest-side 4-tuple.
+ *
+ * Opening (guest-initiated): a SYN from the guest makes a non-blocking
+ * host socket connect() to nat_outbound(destination). The guest hears
+ * nothing until the kernel reports the outcome (EPOLLOUT): success gives
+ * the guest a SYN-ACK, failure (refused, unreachable) an RST, and so does
+ * a connect that takes longer than TCP_CONNECT_TIMEOUT_MS. Retransmitted
+ * SYNs meanwhile are absorbed. The SYN-ACK carries our MSS (guest MTU,
+ * clamped to the host path's TCP_MAXSEG) and a window scale when the
+ * guest offered one; ISNs follow RFC 6528 (tcp_isn()). The SYN-ACK is
+ * retransmitted until the guest's ACK arrives, then the host socket is
+ * reset (a guest that never completes the handshake).
+ *
+ * Guest -> host: tcp_input() sees each segment of an input batch. In-order
+ * payload is not written at once: a slice (pointer, length) is queued on
+ * the connection, and tcp_input_done() writes all slices of a connection
+ * with one sendmsg(). Only bytes the socket accepted advance
+ * seq_from_guest and are acknowledged: an acknowledged byte is a promise.
+ * The window offered to the guest is the free space of the socket's send
+ * buffer (SO_MEMINFO, once per batch), so the guest is not invited to send
+ * what would be refused; when it is low, EPOLLOUT is armed and the guest
+ * gets a window update as soon as the buffer drains. The guest's FIN is
+ * passed on with shutdown(SHUT_WR) only once every byte before it has
+ * been written.
+ *
+ * Host -> guest (tcp_tx.c): MSG_PEEK into frames, MSG_TRUNC on ACK,
+ * rewind on duplicate ACKs or timeout, window clamp.
+ *
+ * Closing: each direction closes on its own (half-close): the guest's FIN
+ * becomes shutdown(SHUT_WR), the peer's EOF our FIN once all its data is
+ * sent. When both FINs are through and acknowledged, the socket is closed
+ * normally. Resets travel both ways: a guest RST closes the socket with
+ * SO_LINGER 0 (the peer gets an RST, and no TIME_WAIT is left behind on
+ * the host), a socket error becomes an RST to the guest. Only aborted
+ * connections use SO_LINGER 0; a clean close keeps TCP's TIME_WAIT
+ * semantics, which fall on ferry's socket only when the guest closed
+ * first (see doc/tcp.md).
+ *
+ * Timers run from the event loop's module timer: each connection has one
+ * deadline (handshake, retransmission, probe) plus an inactivity limit;
+ * host-side keepalives are the kernel's (SO_KEEPALIVE).
  */
+#include <errno.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <linux/sock_diag.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+
 #include "ferry.h"
+#include "log.h"
+#include "nat.h"
 #include "pkt.h"
+#include "tcp_conn.h"
+#include "util.h"
+
+_Static_assert(TCP_PEND_MAX >= RX_FRAMES_MAX, "one slice per input frame");
+_Static_assert(TCP_PEND_MAX < TCP_PEND_NONE, "slice index fits");
+_Static_assert(sizeof(struct tcp_conn) <= FLOW_PRIV_SIZE, "fits a flow");
+
+static struct tcp_conn *conn_of(struct flow *fl)
+{
+	return FLOW_PRIV(fl, struct tcp_conn);
+}
+
+int64_t tcp_now_ms(const struct ctx *c)
+{
+	return (int64_t)c->now.tv_sec * 1000 + c->now.tv_nsec / 1000000;
+}
+
+void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms)
+{
+	conn->timer_ms = tcp_now_ms(c) + ms;
+	timer_request(c, ms);
+}
 
 void tcp_init(struct ctx *c)
 {
+	int s, zero = 0;
+
+	random_bytes(&c->tcp.isn_k0, sizeof(c->tcp.isn_k0));
+	random_bytes(&c->tcp.isn_k1, sizeof(c->tcp.isn_k1));
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+	if (s < 0)
+		s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+	c->tcp.peek_off = s >= 0 && !setsockopt(s, SOL_SOCKET, SO_PEEK_OFF,
+						&zero, sizeof(zero));
+	if (s >= 0)
+		close(s);
+	debug("tcp: SO_PEEK_OFF %s", c->tcp.peek_off ? "supported"
+						     : "not supported");
+}
+
+void tcp_events_update(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	union eref ref = { .type = EREF_TCP, .idx = flow_idx(&c->flows, fl) };
+	uint32_t want = 0;
+
+	if (conn->sock < 0 || (conn->flags & TCP_C_NO_EP))
+		return;
+	if ((conn->flags & TCP_C_SOCK_EOF) && (conn->flags & TCP_C_SHUT_WR)) {
+		/* Nothing more can come from the socket, and EPOLLHUP would
+		 * fire on every wait: the guest's ACKs drive the rest. */
+		ep_del(c, conn->sock);
+		conn->flags |= TCP_C_NO_EP;
+		return;
+	}
+	if (conn->state == TCP_CS_CONNECTING) {
+		want = EPOLLOUT;
+	} else if (conn->state == TCP_CS_ESTABLISHED) {
+		if (!(conn->flags & TCP_C_SOCK_EOF)) {
+			want |= EPOLLRDHUP;
+			if (!(conn->flags & TCP_C_STALLED))
+				want |= EPOLLIN;
+		}
+		if ((conn->flags & TCP_C_WANT_OUT) &&
+		    !(conn->flags & TCP_C_SHUT_WR))
+			want |= EPOLLOUT;
+	}
+	if (want == conn->ev)
+		return;
+	conn->ev = want;
+	ep_mod(c, conn->sock, want, ref);
+}
+
+void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (conn->sock >= 0) {
+		if (abort) {
+			struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+			setsockopt(conn->sock, SOL_SOCKET, SO_LINGER, &l,
+				   sizeof(l));
+		}
+		if (!(conn->flags & TCP_C_NO_EP))
+			ep_del(c, conn->sock);
+		close(conn->sock);
+		conn->sock = -1;
+	}
+	flow_free(&c->flows, fl);
+}
+
+/* tcp_reset_both() - give up on a connection: RST to the guest, and the
+ * socket aborted (RST to the peer, no TIME_WAIT). */
+static void tcp_reset_both(struct ctx *c, struct flow *fl)
+{
+	tcp_send_flags(c, fl, TCP_F_RST | TCP_F_ACK);
+	c->tcp.st.rst_to_guest++;
+	tcp_conn_close(c, fl, true);
+}
+
+/* tcp_wnd_refresh() - recompute the window offered to the guest from the
+ * socket's free send-buffer space. Returns true when it grew from a low
+ * value, i.e. the guest should hear about it now. */
+static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+	socklen_t len = sizeof(mi);
+	uint32_t old = conn->wnd_to_guest, free_ = 0, low;
+	bool was_low = conn->flags & TCP_C_WND_LOW;
+
 	(void)c;
+	if (conn->flags & TCP_C_SHUT_WR) {
+		conn->wnd_to_guest = 0;
+		return false;
+	}
+	if (!getsockopt(conn->sock, SOL_SOCKET, SO_MEMINFO, mi, &len) &&
+	    len >= sizeof(uint32_t) * (SK_MEMINFO_WMEM_QUEUED + 1)) {
+		conn->sndbuf = mi[SK_MEMINFO_SNDBUF];
+		if (mi[SK_MEMINFO_SNDBUF] > mi[SK_MEMINFO_WMEM_QUEUED])
+			free_ = mi[SK_MEMINFO_SNDBUF] -
+				mi[SK_MEMINFO_WMEM_QUEUED];
+	}
+	/* Queued memory counts skb overhead: offer 3/4 of it as payload. */
+	conn->wnd_to_guest = MIN(free_ / 4 * 3, 65535u << TCP_WS_TO_GUEST);
+	if (!conn->ws_to_guest)
+		conn->wnd_to_guest = MIN(conn->wnd_to_guest, 65535u);
+	low = MAX(conn->sndbuf / 4, 2u * conn->mss_to_guest);
+	if (conn->wnd_to_guest < low)
+		conn->flags |= TCP_C_WND_LOW | TCP_C_WANT_OUT;
+	else
+		conn->flags &= (uint16_t)~(TCP_C_WND_LOW | TCP_C_WANT_OUT);
+	return was_low && conn->wnd_to_guest > old;
+}
+
+/* tcp_sock_opts() - options of a new host socket. */
+static void tcp_sock_opts(int s)
+{
+	int one = 1;
+
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+}
+
+/* tcp_sock_connect() - non-blocking socket connecting to dst:port, bound
+ * to the configured outbound address if any. Returns the fd or -errno. */
+static int tcp_sock_connect(const struct ctx *c, const union inany *dst,
+			    uint16_t port)
+{
+	bool v4 = inany_is4(dst);
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+	int s, e;
+
+	s = socket(v4 ? AF_INET : AF_INET6,
+		   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+	if (s < 0)
+		return -errno;
+	tcp_sock_opts(s);
+	if (v4 && !in4_is_unspec(&c->conf.ip4.outbound)) {
+		a4.sin_addr = c->conf.ip4.outbound;
+		bind(s, (struct sockaddr *)&a4, sizeof(a4));
+	} else if (!v4 && !in6_is_unspec(&c->conf.ip6.outbound)) {
+		a6.sin6_addr = c->conf.ip6.outbound;
+		bind(s, (struct sockaddr *)&a6, sizeof(a6));
+	}
+	a4.sin_addr = dst->v4m.a4;
+	a4.sin_port = htons(port);
+	a6.sin6_addr = dst->a6;
+	a6.sin6_port = htons(port);
+	if (v4 ? connect(s, (struct sockaddr *)&a4, sizeof(a4))
+	       : connect(s, (struct sockaddr *)&a6, sizeof(a6))) {
+		if (errno != EINPROGRESS) {
+			e = errno;
+			close(s);
+			return -e;
+		}
+	}
+	return s;
+}
+
+/* tcp_key_from_pkt() - the guest-side flow key of a segment. */
+static void tcp_key_from_pkt(const struct pkt *p, struct flow_key *k)
+{
+	union inany a, b;
+
+	if (p->is_v6) {
+		inany_from6(&a, &p->src6);
+		inany_from6(&b, &p->dst6);
+	} else {
+		inany_from4(&a, p->src4);
+		inany_from4(&b, p->dst4);
+	}
+	flow_key_make(k, IPPROTO_TCP, &a, p->tcp.sport, &b, p->tcp.dport);
+}
+
+/* tcp_guest_syn_params() - what the guest's SYN (or SYN-ACK) tells us:
+ * its ISN, window, window scale and MSS. */
+static void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
+				 const struct tcp_view *t, bool v6)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	unsigned int mtu = c->conf.mtu ? c->conf.mtu : 1500;
+	uint32_t mss = t->has_mss ? t->mss : (v6 ? 1220 : 536);
+	uint32_t l3 = v6 ? IP6_HLEN : IP4_HLEN;
+
+	conn->seq_from_guest = seq_add(seq_make(t->seq), 1);
+	conn->ws_from_guest = t->has_wscale ? t->wscale : 0;
+	conn->ws_to_guest = t->has_wscale ? TCP_WS_TO_GUEST : 0;
+	conn->wnd_from_guest = t->window;	/* never scaled in a SYN */
+	mss = MIN(mss, mtu - l3 - TCP_HLEN);
+	conn->mss_to_guest = (uint16_t)MAX(mss, 64u);
+}
+
+/* tcp_conn_open() - a guest SYN without a flow: start the host connect. */
+static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
+				      const struct flow_key *k)
+{
+	union eref ref = { .type = EREF_TCP };
+	union inany dst = k->b;
+	struct tcp_conn *conn;
+	struct flow *fl;
+	int s;
+
+	if (!nat_outbound(c, &dst)) {
+		tcp_rst_reply(c, p);
+		return p->is_v6 ? DROP_IP6_DST : DROP_IP4_DST;
+	}
+	if (!(fl = flow_alloc(&c->flows, FLOW_TCP))) {
+		tcp_rst_reply(c, p);
+		return DROP_FLOW_TABLE_FULL;
+	}
+	s = tcp_sock_connect(c, &dst, k->pb);
+	if (s < 0) {
+		flow_free(&c->flows, fl);
+		c->tcp.st.refused++;
+		tcp_rst_reply(c, p);
+		return DROP_NONE;	/* answered: the guest got its RST */
+	}
+	conn = conn_of(fl);
+	conn->sock = s;
+	conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
+	conn->state = TCP_CS_CONNECTING;
+	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, k);
+	tcp_guest_syn_params(c, fl, &p->tcp, p->is_v6);
+	conn->isn_to_guest = seq_make(tcp_isn(c, fl));
+	conn->seq_to_guest = seq_add(conn->isn_to_guest, 1);
+	conn->seq_acked_by_guest = conn->seq_to_guest;
+	conn->last_ms = tcp_now_ms(c);
+	conn->ev = EPOLLOUT;
+	ref.idx = flow_idx(&c->flows, fl);
+	if (ep_add(c, s, EPOLLOUT, ref)) {
+		tcp_rst_reply(c, p);
+		tcp_conn_close(c, fl, true);
+		return DROP_SOCKET_ERROR;
+	}
+	tcp_timer_set(c, conn, TCP_CONNECT_TIMEOUT_MS);
+	c->tcp.st.opened++;
+	return DROP_NONE;
+}
+
+/* tcp_connect_done() - the host connect() finished (or failed). */
+static void tcp_connect_done(struct ctx *c, struct flow *fl, uint32_t events)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(int);
+	int err = 0, mss = 0;
+
+	getsockopt(conn->sock, SOL_SOCKET, SO_ERROR, &err, &sl);
+	if (!err && (events & (EPOLLERR | EPOLLHUP)))
+		err = ECONNRESET;
+	sl = sizeof(ss);
+	if (!err && getpeername(conn->sock, (struct sockaddr *)&ss, &sl))
+		return;		/* spurious: still connecting */
+	if (err) {
+		debug("tcp: connect failed: %s", strerror(err));
+		c->tcp.st.refused++;
+		tcp_reset_both(c, fl);
+		return;
+	}
+	sl = sizeof(mss);
+	if (!getsockopt(conn->sock, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) &&
+	    mss > 0)
+		conn->mss_host = (uint16_t)MIN(mss, 65535);
+	conn->state = TCP_CS_SYNACK_SENT;
+	tcp_wnd_refresh(c, fl);
+	tcp_send_flags(c, fl, TCP_F_SYN | TCP_F_ACK);
+	conn->retries = 0;
+	tcp_timer_set(c, conn, TCP_SYN_RTO_MS);
+	tcp_events_update(c, fl);
+}
+
+/* tcp_established() - the guest acknowledged our SYN-ACK. */
+static void tcp_established(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	int zero = 0;
+
+	conn->state = TCP_CS_ESTABLISHED;
+	conn->retries = 0;
+	conn->timer_ms = 0;
+	if (c->tcp.peek_off)
+		setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &zero,
+			   sizeof(zero));
+	conn->flags |= TCP_C_TX_NOW;
+}
+
+/* tcp_dirty() - queue the connection for end-of-batch work. */
+static void tcp_dirty(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (conn->flags & TCP_C_DIRTY)
+		return;
+	if (c->tcp.dirty_n == TCP_DIRTY_MAX)
+		tcp_input_done(c);	/* cannot happen: one per frame */
+	conn->flags |= TCP_C_DIRTY;
+	c->tcp.dirty[c->tcp.dirty_n++] = flow_idx(&c->flows, fl);
+}
+
+/* tcp_ack_input() - the guest's ACK and window (RFC 9293 3.10.7.4 step
+ * 5): acknowledged bytes are marked for consumption, three duplicate ACKs
+ * rewind, a grown window lets more data out. */
+static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	const struct tcp_view *t = &p->tcp;
+	seq_t ack = seq_make(t->ack);
+	uint32_t wnd = (uint32_t)t->window << conn->ws_from_guest;
+	bool wnd_changed = wnd != conn->wnd_from_guest;
+
+	if (seq_gt(ack, conn->seq_to_guest)) {
+		conn->flags |= TCP_C_ACK_NOW;	/* acks what we never sent */
+		return;
+	}
+	if (seq_gt(ack, conn->seq_acked_by_guest)) {
+		uint32_t n = (uint32_t)seq_diff(ack, conn->seq_acked_by_guest);
+
+		if ((conn->flags & TCP_C_FIN_SENT) &&
+		    seq_eq(ack, conn->seq_to_guest)) {
+			conn->flags |= TCP_C_FIN_ACKED;
+			n--;
+		}
+		conn->consume += n;
+		conn->seq_acked_by_guest = ack;
+		conn->dup_acks = 0;
+		conn->retries = 0;
+		conn->timer_ms = 0;
+		if (seq_lt(ack, conn->seq_to_guest))
+			tcp_timer_set(c, conn, TCP_RTO_MS);
+		conn->flags |= TCP_C_TX_NOW;
+	} else if (seq_eq(ack, conn->seq_acked_by_guest) &&
+		   !p->payload_len && !wnd_changed &&
+		   !(t->flags & (TCP_F_SYN | TCP_F_FIN)) &&
+		   seq_lt(ack, conn->seq_to_guest) && conn->dup_acks < 3 &&
+		   ++conn->dup_acks == 3) {
+		c->tcp.st.rewinds_dupack++;
+		tcp_rewind(c, fl);
+		conn->flags |= TCP_C_TX_NOW;
+	}
+	if (wnd_changed) {
+		if (wnd > conn->wnd_from_guest)
+			conn->flags |= TCP_C_TX_NOW;
+		conn->wnd_from_guest = wnd;
+	}
+}
+
+/* tcp_data_input() - the guest's payload and FIN: in-order bytes are
+ * queued for the end-of-batch write; old bytes (retransmissions, window
+ * probes, keepalives) and out-of-order ones get an immediate ACK so the
+ * guest's fast retransmit works without a reassembly queue here. */
+static void tcp_data_input(struct ctx *c, struct flow *fl, const struct pkt *p)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	const struct tcp_view *t = &p->tcp;
+	seq_t seq = seq_make(t->seq);
+	seq_t next = seq_add(conn->seq_from_guest, conn->pend_bytes);
+	size_t len = p->payload_len;
+	int32_t off = seq_diff(next, seq);
+
+	if (conn->flags & TCP_C_GUEST_FIN) {
+		if (len || (t->flags & TCP_F_FIN))
+			conn->flags |= TCP_C_ACK_NOW;
+		return;
+	}
+	if (off < 0 || (len && (size_t)off >= len) || (!len && off > 0)) {
+		conn->flags |= TCP_C_ACK_NOW;
+		return;
+	}
+	if (len > (size_t)off && c->tcp.pend_n < TCP_PEND_MAX) {
+		struct tcp_pend *pe = &c->tcp.pend[c->tcp.pend_n];
+
+		pe->data = p->payload + off;
+		pe->len = (uint32_t)(len - (size_t)off);
+		pe->next = TCP_PEND_NONE;
+		if (conn->pend_tail != TCP_PEND_NONE)
+			c->tcp.pend[conn->pend_tail].next = c->tcp.pend_n;
+		else
+			conn->pend_head = c->tcp.pend_n;
+		conn->pend_tail = c->tcp.pend_n++;
+		conn->pend_bytes += pe->len;
+		next = seq_add(next, pe->len);
+	}
+	if ((t->flags & TCP_F_FIN) &&
+	    seq_eq(seq_add(seq, (uint32_t)len), next)) {
+		conn->flags |= TCP_C_GUEST_FIN | TCP_C_ACK_NOW;
+		conn->seq_fin_from_guest = next;
+	}
+}
+
+/* tcp_handshake_input() - a segment while the handshake is incomplete.
+ * Returns true when processing goes on into the data phase. */
+static bool tcp_handshake_input(struct ctx *c, struct flow *fl,
+				const struct pkt *p, enum drop_reason *r)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	const struct tcp_view *t = &p->tcp;
+
+	*r = DROP_NONE;
+	if (conn->state == TCP_CS_CONNECTING)
+		return false;		/* SYN retransmission: still waiting */
+	if (conn->state != TCP_CS_SYNACK_SENT) {
+		*r = DROP_TCP_STATE;
+		return false;
+	}
+	if ((t->flags & (TCP_F_SYN | TCP_F_ACK)) == TCP_F_SYN) {
+		tcp_send_flags(c, fl, TCP_F_SYN | TCP_F_ACK);
+		return false;
+	}
+	if (!(t->flags & TCP_F_ACK) ||
+	    !seq_eq(seq_make(t->ack), conn->seq_to_guest)) {
+		*r = DROP_TCP_SEQ;
+		return false;
+	}
+	tcp_established(c, fl);
+	return true;
+}
+
+/* tcp_conn_input() - a segment for an existing connection. */
+static enum drop_reason tcp_conn_input(struct ctx *c, struct flow *fl,
+				       const struct pkt *p)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	const struct tcp_view *t = &p->tcp;
+	enum drop_reason r = DROP_NONE;
+
+	if (t->flags & TCP_F_RST) {
+		int32_t d = seq_diff(seq_make(t->seq), conn->seq_from_guest);
+
+		if (conn->state == TCP_CS_ESTABLISHED &&
+		    (d < 0 || (uint32_t)d > MAX(conn->wnd_to_guest, 1u)))
+			return DROP_TCP_SEQ;
+		c->tcp.st.rst_from_guest++;
+		tcp_conn_close(c, fl, true);
+		return DROP_NONE;
+	}
+	conn->last_ms = tcp_now_ms(c);
+	if (conn->state != TCP_CS_ESTABLISHED &&
+	    !tcp_handshake_input(c, fl, p, &r))
+		return r;
+	if (t->flags & TCP_F_SYN) {
+		conn->flags |= TCP_C_ACK_NOW;	/* retransmitted SYN */
+		tcp_dirty(c, fl);
+		return DROP_NONE;
+	}
+	if (!(t->flags & TCP_F_ACK))
+		return DROP_TCP_STATE;
+	tcp_ack_input(c, fl, p);
+	tcp_data_input(c, fl, p);
+	tcp_dirty(c, fl);
+	return DROP_NONE;
 }
 
 enum drop_reason tcp_input(struct ctx *c, const struct pkt *p)
 {
-	(void)c;
-	(void)p;
-	return DROP_NOT_IMPLEMENTED;
+	const struct tcp_view *t = &p->tcp;
+	struct flow_key k;
+	struct flow *fl;
+
+	if (!t->sport || !t->dport)
+		return DROP_L4_PORT_ZERO;
+	tcp_key_from_pkt(p, &k);
+	fl = flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k);
+	if (fl && fl->f.type == FLOW_TCP)
+		return tcp_conn_input(c, fl, p);
+	if (t->flags & TCP_F_RST)
+		return DROP_NO_FLOW;
+	if ((t->flags & (TCP_F_SYN | TCP_F_ACK | TCP_F_FIN)) == TCP_F_SYN)
+		return tcp_conn_open(c, p, &k);
+	tcp_rst_reply(c, p);
+	return DROP_NO_FLOW;
+}
+
+/* tcp_flush_pending() - write the batch's in-order guest payload with
+ * one sendmsg(); acknowledge only what the socket took. */
+static void tcp_flush_pending(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	struct iovec iov[TCP_PEND_MAX];
+	struct msghdr mh = { .msg_iov = iov };
+	uint16_t i;
+	ssize_t w;
+
+	if (conn->pend_head == TCP_PEND_NONE)
+		return;
+	for (i = conn->pend_head; i != TCP_PEND_NONE; i = c->tcp.pend[i].next) {
+		iov[mh.msg_iovlen].iov_base = (void *)c->tcp.pend[i].data;
+		iov[mh.msg_iovlen++].iov_len = c->tcp.pend[i].len;
+	}
+	w = sendmsg(conn->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (w < 0)
+		w = 0;		/* EAGAIN, or an error EPOLLERR reports */
+	if ((size_t)w < conn->pend_bytes) {
+		c->tcp.st.short_writes++;
+		conn->flags |= TCP_C_WANT_OUT;
+		if (conn->flags & TCP_C_GUEST_FIN)	/* FIN not reached */
+			conn->flags &= (uint16_t)~TCP_C_GUEST_FIN;
+	}
+	conn->seq_from_guest = seq_add(conn->seq_from_guest, (uint32_t)w);
+	conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
+	conn->pend_bytes = 0;
+	conn->flags |= TCP_C_ACK_NOW;
+}
+
+/* tcp_conn_finished() - close when both directions are through: our
+ * shutdown(SHUT_WR) done and our FIN acknowledged. Returns true if the
+ * flow is gone. */
+static bool tcp_conn_finished(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (!(conn->flags & TCP_C_SHUT_WR) || !(conn->flags & TCP_C_FIN_ACKED))
+		return false;
+	tcp_consume(c, fl);	/* unread data would make close() reset */
+	tcp_conn_close(c, fl, false);
+	return true;
+}
+
+/* tcp_batch_end() - per-connection work at the end of an input batch. */
+static void tcp_batch_end(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	bool announce;
+
+	tcp_flush_pending(c, fl);
+	if ((conn->flags & TCP_C_GUEST_FIN) && !(conn->flags & TCP_C_SHUT_WR) &&
+	    seq_eq(conn->seq_from_guest, conn->seq_fin_from_guest)) {
+		shutdown(conn->sock, SHUT_WR);
+		conn->flags |= TCP_C_SHUT_WR | TCP_C_ACK_NOW;
+		conn->seq_from_guest = seq_add(conn->seq_from_guest, 1);
+	}
+	if (conn->consume)
+		tcp_consume(c, fl);
+	else
+		tcp_clamp_update(c, fl, false);
+	announce = tcp_wnd_refresh(c, fl);
+	if ((conn->flags & TCP_C_ACK_NOW) || announce)
+		tcp_send_flags(c, fl, TCP_F_ACK);
+	if (conn->flags & TCP_C_TX_NOW)
+		tcp_data_to_guest(c, fl);
+	conn->flags &= (uint16_t)~(TCP_C_ACK_NOW | TCP_C_TX_NOW);
+	if (tcp_conn_finished(c, fl))
+		return;
+	tcp_events_update(c, fl);
 }
 
 void tcp_input_done(struct ctx *c)
 {
-	(void)c;
+	uint16_t i;
+
+	for (i = 0; i < c->tcp.dirty_n; i++) {
+		struct flow *fl = flow_at(&c->flows, c->tcp.dirty[i]);
+		struct tcp_conn *conn;
+
+		if (!fl || fl->f.type != FLOW_TCP)
+			continue;
+		conn = conn_of(fl);
+		if (!(conn->flags & TCP_C_DIRTY))
+			continue;
+		conn->flags &= (uint16_t)~TCP_C_DIRTY;
+		tcp_batch_end(c, fl);
+	}
+	c->tcp.dirty_n = 0;
+	c->tcp.pend_n = 0;
 }
 
-void tcp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events)
+/* tcp_sock_error() - EPOLLERR/EPOLLHUP on an established socket. Returns
+ * true when the connection was reset and freed. */
+static bool tcp_sock_error(struct ctx *c, struct flow *fl, uint32_t events)
 {
-	(void)c;
-	(void)ref;
-	(void)events;
+	struct tcp_conn *conn = conn_of(fl);
+	socklen_t sl = sizeof(int);
+	int err = 0;
+
+	getsockopt(conn->sock, SOL_SOCKET, SO_ERROR, &err, &sl);
+	if (!err && !(events & EPOLLERR)) {
+		/* Orderly hang-up: nothing more will come, and EPOLLHUP
+		 * cannot be masked: the guest's ACKs drive the rest. */
+		conn->flags |= TCP_C_SOCK_EOF | TCP_C_NO_EP;
+		ep_del(c, conn->sock);
+		return false;
+	}
+	debug("tcp: socket error: %s", strerror(err ? err : ECONNRESET));
+	tcp_reset_both(c, fl);
+	return true;
+}
+
+void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
+{
+	union eref ref = { .u64 = ref_u64 };
+	struct tcp_conn *conn;
+	struct flow *fl;
+
+	if (ref.type != EREF_TCP)
+		return;
+	fl = flow_at(&c->flows, ref.idx);
+	if (!fl || fl->f.type != FLOW_TCP)
+		return;
+	conn = conn_of(fl);
+	if (conn->state == TCP_CS_CONNECTING) {
+		tcp_connect_done(c, fl, events);
+		return;
+	}
+	if ((events & (EPOLLERR | EPOLLHUP)) && tcp_sock_error(c, fl, events))
+		return;
+	if (conn->state != TCP_CS_ESTABLISHED)
+		return;
+	if (events & EPOLLRDHUP)
+		conn->flags |= TCP_C_SOCK_EOF;
+	if ((events & EPOLLOUT) && tcp_wnd_refresh(c, fl)) {
+		c->tcp.st.wnd_updates++;
+		tcp_send_flags(c, fl, TCP_F_ACK);
+	}
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+		tcp_data_to_guest(c, fl);
+	if (events & EPOLLOUT)
+		conn->flags &= (uint16_t)~TCP_C_WANT_OUT;
+	tcp_events_update(c, fl);
+}
+
+/* tcp_conn_timeout() - a connection's deadline passed. Returns true when
+ * the flow was freed. */
+static bool tcp_conn_timeout(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	switch (conn->state) {
+	case TCP_CS_CONNECTING:
+		c->tcp.st.timeouts++;
+		tcp_reset_both(c, fl);
+		return true;
+	case TCP_CS_SYNACK_SENT:
+		if (++conn->retries > TCP_SYN_RETRIES) {
+			c->tcp.st.timeouts++;
+			tcp_reset_both(c, fl);
+			return true;
+		}
+		tcp_send_flags(c, fl, TCP_F_SYN | TCP_F_ACK);
+		tcp_timer_set(c, conn, (int64_t)TCP_SYN_RTO_MS << conn->retries);
+		return false;
+	default:
+		if (tcp_probe_or_rto(c, fl)) {
+			tcp_events_update(c, fl);
+			return false;
+		}
+		c->tcp.st.timeouts++;
+		tcp_reset_both(c, fl);
+		return true;
+	}
 }
 
 void tcp_timer(struct ctx *c)
 {
-	(void)c;
+	int64_t now = tcp_now_ms(c), next = INT64_MAX;
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_TCP); fl; fl = nx) {
+		struct tcp_conn *conn = conn_of(fl);
+
+		nx = flow_next(&c->flows, fl);
+		if (conn->timer_ms && now >= conn->timer_ms) {
+			conn->timer_ms = 0;
+			if (tcp_conn_timeout(c, fl))
+				continue;
+		}
+		if (now - conn->last_ms >= TCP_IDLE_MS) {
+			c->tcp.st.timeouts++;
+			tcp_reset_both(c, fl);
+			continue;
+		}
+		if (conn->flags & TCP_C_WAS_ZERO) {
+			tcp_stuck_check(c, fl);
+			next = MIN(next, now + TCP_STUCK_MS);
+		}
+		if (conn->timer_ms)
+			next = MIN(next, conn->timer_ms);
+		next = MIN(next, conn->last_ms + TCP_IDLE_MS);
+	}
+	if (next != INT64_MAX)
+		timer_request(c, MAX(next - now, 1));
+}
+
+void tcp_stats_log(const struct ctx *c)
+{
+	const struct tcp_stats *s = &c->tcp.st;
+
+	info("stats: tcp opened %llu refused %llu rst to/from guest %llu/%llu "
+	     "rewinds dupack/rto %llu/%llu short writes %llu wnd updates %llu "
+	     "clamp sets %llu fallbacks %llu timeouts %llu",
+	     (unsigned long long)s->opened, (unsigned long long)s->refused,
+	     (unsigned long long)s->rst_to_guest,
+	     (unsigned long long)s->rst_from_guest,
+	     (unsigned long long)s->rewinds_dupack,
+	     (unsigned long long)s->rewinds_rto,
+	     (unsigned long long)s->short_writes,
+	     (unsigned long long)s->wnd_updates,
+	     (unsigned long long)s->clamp_sets,
+	     (unsigned long long)s->clamp_fallbacks,
+	     (unsigned long long)s->timeouts);
 }

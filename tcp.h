@@ -1,24 +1,62 @@
-/* tcp.h - see tcp.c. */
+/* tcp.h - TCP translation between guest frames and host sockets: the
+ * module's state in struct ctx and its entry points (see tcp.c for the
+ * theory of operation, tcp_conn.h for the connection record). */
 #ifndef FERRY_TCP_H
 #define FERRY_TCP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "drop.h"
 
 struct ctx;
 struct pkt;
 
-struct tcp_state {
-	int placeholder;
+/* Guest payload slices waiting for the end-of-batch sendmsg(): at most
+ * one per frame of an input batch (RX_FRAMES_MAX, checked in tcp.c). */
+#define TCP_PEND_MAX	256
+#define TCP_DIRTY_MAX	256
+
+struct tcp_pend {
+	const uint8_t *data;
+	uint32_t len;
+	uint16_t next;			/* next slice of the same connection */
 };
 
+/* Counters (logged with the statistics, read by tests). */
+struct tcp_stats {
+	uint64_t opened, refused, fwd_accepted;
+	uint64_t rst_to_guest, rst_from_guest;
+	uint64_t rewinds_dupack, rewinds_rto;
+	uint64_t short_writes;		/* guest data the socket refused */
+	uint64_t wnd_updates;		/* window updates on socket drain */
+	uint64_t clamp_sets, clamp_fallbacks;
+	uint64_t timeouts;
+};
+
+struct tcp_state {
+	uint64_t isn_k0, isn_k1;	/* RFC 6528 secret */
+	bool peek_off;			/* SO_PEEK_OFF works for TCP */
+	bool clamp_off;			/* TCP_WINDOW_CLAMP disabled */
+	uint16_t pend_n;
+	uint16_t dirty_n;
+	struct tcp_pend pend[TCP_PEND_MAX];
+	uint32_t dirty[TCP_DIRTY_MAX];	/* flow indices with batch work */
+	struct tcp_stats st;
+};
+
+/* tcp_init() - probe kernel features, draw the ISN secret. */
 void tcp_init(struct ctx *c);
-/* tcp_input() - one validated TCP segment/datagram from the guest. */
+/* tcp_input() - one validated TCP segment from the guest. Payload
+ * pointers are kept until tcp_input_done() (end of the input batch). */
 enum drop_reason tcp_input(struct ctx *c, const struct pkt *p);
-/* tcp_input_done() - end of an input batch: flush deferred work. */
+/* tcp_input_done() - end of an input batch: write batched guest payload
+ * (one sendmsg per connection), acknowledge, update windows, send. */
 void tcp_input_done(struct ctx *c);
 /* tcp_sock_handler() - epoll event on a TCP socket (eref type/idx). */
 void tcp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events);
+/* tcp_timer() - retransmission, handshake, inactivity timers. */
 void tcp_timer(struct ctx *c);
+/* tcp_stats_log() - log the module counters. */
+void tcp_stats_log(const struct ctx *c);
 
 #endif /* FERRY_TCP_H */

@@ -1,0 +1,148 @@
+/* tcp_conn.h - the TCP connection record and sequence-number arithmetic,
+ * shared by tcp.c (lifecycle, guest->host), tcp_tx.c (host->guest, window
+ * and clamp) and the unit tests.
+ *
+ * A connection lives in the private area of a FLOW_TCP flow. The guest
+ * side key (flow.h) holds the addresses and ports as the guest's frames
+ * carry them: a = guest address, pa = guest port, b = the remote as the
+ * guest sees it, pb = remote port. The connection itself keeps only the
+ * socket, the two sequence spaces and the windows.
+ *
+ * Naming follows the direction of the bytes: *_from_guest is the guest ->
+ * host stream (the guest's sequence space, written to the socket),
+ * *_to_guest the host -> guest stream (ferry's sequence space, read from
+ * the socket with MSG_PEEK and only dropped from it once the guest
+ * acknowledged it).
+ */
+#ifndef FERRY_TCP_CONN_H
+#define FERRY_TCP_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* seq_t - a TCP sequence number. A struct, so that a raw '<' between two
+ * sequence numbers does not compile: compare with seq_lt() and friends
+ * (RFC 9293 3.4 modular arithmetic). */
+typedef struct { uint32_t v; } seq_t;
+
+static inline seq_t seq_make(uint32_t v)
+{
+	return (seq_t){ v };
+}
+
+/* seq_add() - s + n (mod 2^32). */
+static inline seq_t seq_add(seq_t s, uint32_t n)
+{
+	return (seq_t){ s.v + n };
+}
+
+/* seq_diff() - a - b as a signed distance (valid within 2^31). */
+static inline int32_t seq_diff(seq_t a, seq_t b)
+{
+	return (int32_t)(a.v - b.v);
+}
+
+static inline bool seq_eq(seq_t a, seq_t b) { return a.v == b.v; }
+static inline bool seq_lt(seq_t a, seq_t b) { return seq_diff(a, b) < 0; }
+static inline bool seq_le(seq_t a, seq_t b) { return seq_diff(a, b) <= 0; }
+static inline bool seq_gt(seq_t a, seq_t b) { return seq_diff(a, b) > 0; }
+static inline bool seq_ge(seq_t a, seq_t b) { return seq_diff(a, b) >= 0; }
+
+/* Connection states (the handshake; the data phase is one state whose
+ * closing progress is kept in flags, because each direction closes on its
+ * own). */
+enum tcp_cstate {
+	TCP_CS_CONNECTING = 1,	/* guest SYN seen, host connect() running */
+	TCP_CS_SYNACK_SENT,	/* SYN-ACK sent to the guest, awaiting ACK */
+	TCP_CS_SYN_TO_GUEST,	/* forwarded: SYN sent to guest, awaiting SYN-ACK */
+	TCP_CS_ESTABLISHED,	/* data phase, both directions */
+};
+
+/* Connection flags (TCP_F_* in pkt.h are header flags). */
+#define TCP_C_GUEST_FIN		0x0001	/* guest sent FIN at seq_fin_from_guest */
+#define TCP_C_SHUT_WR		0x0002	/* FIN passed on: shutdown(SHUT_WR) done */
+#define TCP_C_SOCK_EOF		0x0004	/* host peer closed its sending side */
+#define TCP_C_FIN_SENT		0x0008	/* our FIN to the guest is in flight */
+#define TCP_C_FIN_ACKED		0x0010	/* the guest acknowledged our FIN */
+#define TCP_C_STALLED		0x0020	/* guest window full: stop reading */
+#define TCP_C_DIRTY		0x0040	/* in the per-batch work list */
+#define TCP_C_ACK_NOW		0x0080	/* send an ACK at the end of the batch */
+#define TCP_C_WND_LOW		0x0100	/* our window to the guest is small */
+#define TCP_C_TX_NOW		0x0200	/* try host->guest data at batch end */
+#define TCP_C_WAS_ZERO		0x0400	/* guest window was zero/stalled */
+#define TCP_C_CLAMP_OFF		0x0800	/* no TCP_WINDOW_CLAMP on this socket */
+#define TCP_C_FWD		0x1000	/* host-initiated (port forwarding) */
+#define TCP_C_WANT_OUT		0x2000	/* EPOLLOUT: tell the guest when it drains */
+#define TCP_C_NO_EP		0x4000	/* socket removed from epoll (both shut) */
+
+#define TCP_PEND_NONE	UINT16_MAX
+
+struct tcp_conn {
+	int sock;			/* host socket */
+	uint32_t ev;			/* epoll events registered */
+	uint16_t flags;			/* TCP_C_* */
+	uint8_t state;			/* enum tcp_cstate */
+	uint8_t ws_from_guest;		/* guest's window scale (0: none) */
+	uint8_t ws_to_guest;		/* our window scale towards the guest */
+	uint8_t retries;		/* consecutive timeouts */
+	uint8_t dup_acks;		/* duplicate ACKs from the guest */
+	uint8_t pad_;
+	uint16_t mss_to_guest;		/* payload bytes per segment to guest */
+	uint16_t mss_host;		/* TCP_MAXSEG of the socket */
+
+	/* host -> guest (our sequence space) */
+	seq_t isn_to_guest;		/* our ISN */
+	seq_t seq_to_guest;		/* next byte we send (snd_nxt) */
+	seq_t seq_acked_by_guest;	/* oldest unacknowledged (snd_una) */
+	uint32_t wnd_from_guest;	/* guest's window, scaled, bytes */
+	uint32_t consume;		/* acked bytes still in the socket */
+	uint32_t clamp;			/* TCP_WINDOW_CLAMP last set, 0: none */
+
+	/* guest -> host (the guest's sequence space) */
+	seq_t seq_from_guest;		/* next byte expected (all before it
+					 * are written to the socket) */
+	seq_t seq_fin_from_guest;	/* valid with TCP_C_GUEST_FIN */
+	uint32_t wnd_to_guest;		/* window last advertised, bytes */
+	uint32_t sndbuf;		/* cached SO_SNDBUF */
+
+	/* Batch of guest payload waiting for one sendmsg() */
+	uint16_t pend_head, pend_tail;	/* indices into tcp_state.pend */
+	uint32_t pend_bytes;
+
+	int64_t timer_ms;		/* deadline on the tcp clock, 0: none */
+	int64_t last_ms;		/* last activity, for inactivity */
+};
+
+struct ctx;
+struct flow;
+struct pkt;
+
+/* Timers and limits (milliseconds unless noted). */
+#define TCP_CONNECT_TIMEOUT_MS	10000	/* host connect() before RST */
+#define TCP_SYN_RTO_MS		1000	/* SYN / SYN-ACK retransmission */
+#define TCP_SYN_RETRIES		4
+#define TCP_RTO_MS		200	/* data to the guest, doubled */
+#define TCP_RTO_MAX_MS		10000
+#define TCP_DATA_RETRIES	10	/* then the connection is reset */
+#define TCP_IDLE_MS		(2 * 3600 * 1000)	/* inactivity */
+#define TCP_STUCK_MS		1000	/* zero-window detection delay */
+#define TCP_WS_TO_GUEST		9	/* our window scale: 32 MiB max */
+
+/* tcp.c */
+int64_t tcp_now_ms(const struct ctx *c);
+void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
+void tcp_events_update(struct ctx *c, struct flow *fl);
+void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
+
+/* tcp_tx.c */
+bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);
+void tcp_rst_reply(struct ctx *c, const struct pkt *p);
+void tcp_data_to_guest(struct ctx *c, struct flow *fl);
+void tcp_consume(struct ctx *c, struct flow *fl);
+void tcp_clamp_update(struct ctx *c, struct flow *fl, bool force);
+void tcp_rewind(struct ctx *c, struct flow *fl);
+void tcp_stuck_check(struct ctx *c, struct flow *fl);
+bool tcp_probe_or_rto(struct ctx *c, struct flow *fl);
+uint32_t tcp_isn(const struct ctx *c, const struct flow *fl);
+
+#endif /* FERRY_TCP_CONN_H */

@@ -1,0 +1,477 @@
+/* tcp_tx.c - TCP host -> guest: segments, data, window clamp.
+ *
+ * Theory of operation
+ *
+ * Data from the host peer stays in the host socket's receive queue until
+ * the guest acknowledges it: there is no retransmission buffer in ferry.
+ * tcp_data_to_guest() reserves frames in the guest link's transmit batch
+ * (tap_tx_reserve_many()), points one iovec at the payload area of each,
+ * and reads with a single recvmsg(MSG_PEEK): the bytes are copied once,
+ * from the socket straight into the frames. Headers and checksums are
+ * written afterwards, when the read length is known, and only the frames
+ * the read filled are committed (tap_tx_commit_many()).
+ *
+ * Where the next unsent byte sits in the queue: with SO_PEEK_OFF (TCP
+ * supports it on recent kernels, probed at start-up) the kernel keeps a
+ * peek offset that advances with every peek and moves back when acked
+ * bytes are dropped. Without it, the first iovecs of every read point at
+ * a write-only scratch buffer covering the bytes already in flight.
+ *
+ * Acknowledged bytes are dropped with recv(MSG_TRUNC) once per input
+ * batch (tcp_consume()). Retransmission is a rewind: seq_to_guest goes
+ * back to the guest's ACK, the peek offset to zero, and the next read
+ * sends the same bytes again (three duplicate ACKs or a timeout).
+ *
+ * Window clamp (doc/tcp.md has the measurements this is based on): the
+ * guest's flow control is mirrored onto the host socket with
+ * TCP_WINDOW_CLAMP, so the remote sender sees a window that ends where the
+ * guest's window ends instead of filling MiBs of kernel buffer:
+ *
+ *   clamp = max(guest right edge - bytes queued in the socket, floor)
+ *   floor = max(4 * MSS of the host path, 64 KiB)
+ *
+ * The floor keeps full segments in flight (a clamp below the peer's MSS
+ * degenerates into 200 ms silly-window crawling on this kernel). The clamp
+ * is re-applied after every MSG_TRUNC consumption, because the kernel's
+ * receive-buffer autotuning rewrites window_clamp whenever the buffer
+ * grows (measured: a clamp set once does not persist). It is never set
+ * below the floor, so it can never lock a window at zero; should a zero
+ * window be observed to stick anyway (tcp_stuck_check()), clamping is
+ * switched off for good and the socket re-opened with a large clamp.
+ */
+#include <errno.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+
+#include "checksum.h"
+#include "ferry.h"
+#include "log.h"
+#include "pkt.h"
+#include "tcp_conn.h"
+#include "util.h"
+
+#define TCP_SEG_BATCH	128		/* segments per socket read */
+#define DISCARD_SIZE	(1u << 16)
+#define DISCARD_IOV	512		/* fallback: up to 32 MiB in flight */
+#define CLAMP_FLOOR_MIN	(64u << 10)
+#define CLAMP_OPEN	(1u << 30)	/* "no clamp" after a fallback */
+/* tcpi_rcv_wnd (Linux 6.2+) follows tcpi_snd_wnd at offset 228 of the
+ * uapi struct tcp_info; libc's copy of the struct ends before both. */
+#define TCPI_RCV_WND_OFF	232
+
+/* Write-only sink for the peek fallback: the kernel copies bytes already
+ * in flight here; nothing ever reads it, so sharing it is harmless. */
+static uint8_t discard_sink[DISCARD_SIZE];
+
+static struct tcp_conn *conn_of(struct flow *fl)
+{
+	return FLOW_PRIV(fl, struct tcp_conn);
+}
+
+static bool flow_v4(const struct flow *fl)
+{
+	return inany_is4(&fl->f.key[FLOW_SIDE_GUEST].a);
+}
+
+/* tcp_hdr_len() - Ethernet + IP + TCP header bytes of a data segment. */
+static size_t tcp_hdr_len(const struct flow *fl)
+{
+	return ETH_HLEN_ + (flow_v4(fl) ? IP4_HLEN : IP6_HLEN) + TCP_HLEN;
+}
+
+/* l3_build() - Ethernet and IP headers at f for l4len transport bytes,
+ * from the remote (as the guest sees it) to the guest. Returns the TCP
+ * header position. */
+static uint8_t *l3_build(struct ctx *c, const struct flow *fl, uint8_t *f,
+			 size_t l4len)
+{
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	uint8_t *l3;
+
+	if (flow_v4(fl)) {
+		l3 = tap_eth_to_guest(c, f, ETH_P_IP_);
+		return ip4_build(l3, k->b.v4m.a4, k->a.v4m.a4, IPPROTO_TCP,
+				 l4len, 0);
+	}
+	l3 = tap_eth_to_guest(c, f, ETH_P_IPV6_);
+	return ip6_build(l3, &k->b.a6, &k->a.a6, IPPROTO_TCP, l4len, 64);
+}
+
+/* tcp_hdr_fill() - the TCP header at t: ports, seq, our ACK (when the ACK
+ * flag is set), flags, data offset and our current window. */
+static void tcp_hdr_fill(const struct flow *fl, const struct tcp_conn *conn,
+			 uint8_t *t, seq_t seq, uint8_t flags, size_t optlen)
+{
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	uint32_t w = conn->wnd_to_guest;
+
+	if (!(flags & TCP_F_SYN))
+		w >>= conn->ws_to_guest;
+	wr16(t, k->pb);
+	wr16(t + 2, k->pa);
+	wr32(t + 4, seq.v);
+	wr32(t + 8, (flags & TCP_F_ACK) ? conn->seq_from_guest.v : 0);
+	t[12] = (uint8_t)(((TCP_HLEN + optlen) / 4) << 4);
+	t[13] = flags;
+	wr16(t + 14, (uint16_t)MIN(w, 65535u));
+	wr16(t + 16, 0);
+	wr16(t + 18, 0);
+}
+
+/* tcp_csum_fill() - TCP checksum over pseudo-header, header and payload
+ * (l4len bytes at t). */
+static void tcp_csum_fill(const struct flow *fl, uint8_t *t, size_t l4len)
+{
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	uint16_t sum;
+
+	if (flow_v4(fl))
+		sum = csum_l4_4(k->b.v4m.a4, k->a.v4m.a4, IPPROTO_TCP, t,
+				l4len);
+	else
+		sum = csum_l4_6(&k->b.a6, &k->a.a6, IPPROTO_TCP, t, l4len);
+	wr16(t + 16, sum);
+}
+
+/* tcp_syn_opts() - options of our SYN / SYN-ACK: MSS (what the guest may
+ * send us: its MTU, and the host path's MSS once known) and window scale
+ * when the guest offered one. Returns the option length. */
+static size_t tcp_syn_opts(const struct ctx *c, const struct flow *fl,
+			   const struct tcp_conn *conn, uint8_t *o)
+{
+	size_t l3 = flow_v4(fl) ? IP4_HLEN : IP6_HLEN;
+	unsigned int mtu = c->conf.mtu ? c->conf.mtu : 1500;
+	uint32_t mss = mtu - l3 - TCP_HLEN;
+
+	if (conn->mss_host)
+		mss = MIN(mss, conn->mss_host);
+	mss = MAX(MIN(mss, 65535u), 536u);
+	o[0] = 2;
+	o[1] = 4;
+	wr16(o + 2, (uint16_t)mss);
+	if (!conn->ws_to_guest && !(conn->flags & TCP_C_FWD))
+		return 4;
+	o[4] = 1;			/* NOP */
+	o[5] = 3;
+	o[6] = 3;
+	o[7] = conn->ws_to_guest;
+	return 8;
+}
+
+bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	seq_t seq = (flags & TCP_F_SYN) ? conn->isn_to_guest
+					: conn->seq_to_guest;
+	uint8_t opts[8];
+	size_t optlen = 0, len;
+	uint8_t *f, *t;
+
+	if (flags & TCP_F_SYN)
+		optlen = tcp_syn_opts(c, fl, conn, opts);
+	len = tcp_hdr_len(fl) + optlen;
+	if (!(f = tap_tx_reserve(c, len)))
+		return false;
+	t = l3_build(c, fl, f, TCP_HLEN + optlen);
+	tcp_hdr_fill(fl, conn, t, seq, flags, optlen);
+	memcpy(t + TCP_HLEN, opts, optlen);
+	tcp_csum_fill(fl, t, TCP_HLEN + optlen);
+	tap_tx_commit(c, len);
+	if (flags & TCP_F_FIN) {
+		conn->seq_to_guest = seq_add(seq, 1);
+		conn->flags |= TCP_C_FIN_SENT;
+	}
+	return true;
+}
+
+/* tcp_send_probe() - a zero-window probe / keepalive to the guest: an
+ * ACK one byte below the next sequence number, which the guest answers
+ * with its current ACK and window (RFC 9293 3.8.6.1). */
+static void tcp_send_probe(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	seq_t saved = conn->seq_to_guest;
+
+	conn->seq_to_guest = seq_add(saved, (uint32_t)-1);
+	tcp_send_flags(c, fl, TCP_F_ACK);
+	conn->seq_to_guest = saved;
+}
+
+void tcp_rst_reply(struct ctx *c, const struct pkt *p)
+{
+	const struct tcp_view *t = &p->tcp;
+	uint8_t h[TCP_HLEN] = { 0 };
+	uint32_t seglen = (uint32_t)p->payload_len;
+
+	wr16(h, t->dport);
+	wr16(h + 2, t->sport);
+	if (t->flags & TCP_F_ACK) {
+		wr32(h + 4, t->ack);
+		h[13] = TCP_F_RST;
+	} else {
+		seglen += !!(t->flags & TCP_F_SYN) + !!(t->flags & TCP_F_FIN);
+		wr32(h + 8, t->seq + seglen);
+		h[13] = TCP_F_RST | TCP_F_ACK;
+	}
+	h[12] = (TCP_HLEN / 4) << 4;
+	c->tcp.st.rst_to_guest++;
+	if (p->is_v6)
+		tap_send_ip6(c, &p->dst6, &p->src6, IPPROTO_TCP, h, TCP_HLEN);
+	else
+		tap_send_ip4(c, p->dst4, p->src4, IPPROTO_TCP, h, TCP_HLEN);
+}
+
+uint32_t tcp_isn(const struct ctx *c, const struct flow *fl)
+{
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	uint64_t ns = (uint64_t)c->now.tv_sec * 1000000000ull +
+		      (uint64_t)c->now.tv_nsec;
+	uint64_t h = siphash24(c->tcp.isn_k0, c->tcp.isn_k1, k, sizeof(*k));
+
+	/* RFC 6528: ISN = M + F(4-tuple, secret), M a ~4 us clock. */
+	return (uint32_t)h + (uint32_t)(ns >> 12);
+}
+
+void tcp_consume(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	ssize_t n;
+
+	if (!conn->consume || conn->sock < 0)
+		return;
+	n = recv(conn->sock, NULL, conn->consume, MSG_TRUNC | MSG_DONTWAIT);
+	if (n <= 0)
+		return;
+	conn->consume -= (uint32_t)MIN((size_t)n, (size_t)conn->consume);
+	tcp_clamp_update(c, fl, true);
+}
+
+/* tcp_clamp_floor() - smallest clamp: full segments of the host path in
+ * flight, never silly-window sized. */
+static uint32_t tcp_clamp_floor(const struct tcp_conn *conn)
+{
+	uint32_t mss = conn->mss_host ? conn->mss_host : 1460;
+
+	return MAX(4 * mss, CLAMP_FLOOR_MIN);
+}
+
+void tcp_clamp_update(struct ctx *c, struct flow *fl, bool force)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t clamp, want = 0;
+	int inq = 0;
+
+	if (c->tcp.clamp_off || (conn->flags & TCP_C_CLAMP_OFF) ||
+	    conn->state != TCP_CS_ESTABLISHED || conn->sock < 0)
+		return;
+	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
+		inq = 0;
+	if (conn->wnd_from_guest > (uint32_t)inq)
+		want = conn->wnd_from_guest - (uint32_t)inq;
+	clamp = MAX(want, tcp_clamp_floor(conn));
+	if (!force && clamp == conn->clamp)
+		return;
+	if (setsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp,
+		       sizeof(clamp)))
+		return;
+	conn->clamp = clamp;
+	c->tcp.st.clamp_sets++;
+}
+
+void tcp_stuck_check(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	size_t off = TCPI_RCV_WND_OFF;
+	uint8_t raw[512];
+	socklen_t len = sizeof(raw);
+	uint32_t rcv_wnd, open = CLAMP_OPEN;
+	int inq = 0;
+
+	if (!(conn->flags & TCP_C_WAS_ZERO) || c->tcp.clamp_off ||
+	    (conn->flags & (TCP_C_SOCK_EOF | TCP_C_STALLED)) || !conn->clamp ||
+	    tcp_now_ms(c) - conn->last_ms < TCP_STUCK_MS)
+		return;
+	conn->flags &= (uint16_t)~TCP_C_WAS_ZERO;
+	if (ioctl(conn->sock, SIOCINQ, &inq) || inq > 0)
+		return;
+	if (getsockopt(conn->sock, IPPROTO_TCP, TCP_INFO, raw, &len) ||
+	    len < off + 4)
+		return;
+	memcpy(&rcv_wnd, raw + off, 4);
+	if (rcv_wnd)
+		return;
+	/* An empty queue that still advertises a zero window: the clamp
+	 * misbehaves on this kernel. Stop clamping, everywhere. */
+	warn("tcp: receive window stuck at zero with an empty queue: "
+	     "TCP_WINDOW_CLAMP disabled");
+	c->tcp.clamp_off = true;
+	c->tcp.st.clamp_fallbacks++;
+	setsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &open,
+		   sizeof(open));
+}
+
+void tcp_rewind(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	int zero = 0;
+
+	tcp_consume(c, fl);
+	conn->seq_to_guest = conn->seq_acked_by_guest;
+	if (!(conn->flags & TCP_C_FIN_ACKED))
+		conn->flags &= (uint16_t)~TCP_C_FIN_SENT;
+	if (c->tcp.peek_off)
+		setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &zero,
+			   sizeof(zero));
+	conn->dup_acks = 3;	/* ignore further dup ACKs until progress */
+}
+
+/* tcp_frames_fill() - after the peek: headers and checksums of the first
+ * keep frames (starting at f[]), got payload bytes in all; their lengths
+ * go to lens[] for the commit. */
+static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
+			    size_t *lens, unsigned int keep, size_t got)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	size_t mss = conn->mss_to_guest, hlen = tcp_hdr_len(fl);
+	unsigned int i;
+
+	for (i = 0; i < keep; i++) {
+		size_t len = i + 1 < keep ? mss : got - (size_t)i * mss;
+		uint8_t flags = TCP_F_ACK | (i + 1 == keep ? TCP_F_PSH : 0);
+		uint8_t *t = l3_build(c, fl, f[i], TCP_HLEN + len);
+
+		tcp_hdr_fill(fl, conn, t,
+			     seq_add(conn->seq_to_guest, (uint32_t)(i * mss)),
+			     flags, 0);
+		tcp_csum_fill(fl, t, TCP_HLEN + len);
+		lens[i] = hlen + len;
+	}
+}
+
+/* tcp_sendable() - bytes we may send now: unsent bytes in the socket
+ * within the guest's window (and the peek fallback's reach). Sets or
+ * clears STALLED; sends our FIN once the peer's EOF is reached. */
+static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t inflight = (uint32_t)seq_diff(conn->seq_to_guest,
+					       conn->seq_acked_by_guest);
+	uint32_t wnd = conn->wnd_from_guest;
+	size_t n, reach = (size_t)DISCARD_IOV * DISCARD_SIZE;
+	int inq = 0;
+
+	if (inflight >= wnd) {
+		conn->flags |= TCP_C_STALLED | TCP_C_WAS_ZERO;
+		return 0;
+	}
+	conn->flags &= (uint16_t)~TCP_C_STALLED;
+	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
+		return 0;
+	*skip = (size_t)conn->consume + inflight;
+	if ((size_t)inq <= *skip) {
+		if (conn->flags & TCP_C_SOCK_EOF)
+			tcp_send_flags(c, fl, TCP_F_FIN | TCP_F_ACK);
+		return 0;
+	}
+	n = MIN((size_t)inq - *skip, (size_t)(wnd - inflight));
+	if (c->tcp.peek_off)
+		*skip = 0;
+	else if (*skip + n > reach)
+		n = *skip < reach ? reach - *skip : 0;
+	return n;
+}
+
+/* tcp_read_batch() - one MSG_PEEK read into freshly reserved frames.
+ * Returns payload bytes queued to the guest, 0 when nothing was (empty,
+ * window full, no room), -1 on a socket error. */
+static long tcp_read_batch(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	struct iovec iov[DISCARD_IOV + TCP_SEG_BATCH];
+	size_t hlen = tcp_hdr_len(fl), mss = conn->mss_to_guest, skip = 0;
+	size_t n = tcp_sendable(c, fl, &skip), got, left;
+	size_t lens[TCP_SEG_BATCH] = { 0 };
+	uint8_t *f[TCP_SEG_BATCH];
+	unsigned int nseg, i, ni = 0, keep;
+	struct msghdr mh = { 0 };
+	ssize_t r;
+
+	if (!n)
+		return 0;
+	nseg = (unsigned int)MIN((n + mss - 1) / mss, (size_t)TCP_SEG_BATCH);
+	nseg = tap_tx_reserve_many(c, hlen + mss, f, nseg);
+	if (!nseg)
+		return 0;
+	n = MIN(n, (size_t)nseg * mss);
+	for (left = skip; left; left -= iov[ni++].iov_len) {
+		iov[ni].iov_base = discard_sink;
+		iov[ni].iov_len = MIN(left, (size_t)DISCARD_SIZE);
+	}
+	for (i = 0; i < nseg; i++) {
+		iov[ni].iov_base = f[i] + hlen;
+		iov[ni++].iov_len = MIN(mss, n - (size_t)i * mss);
+	}
+	mh.msg_iov = iov;
+	mh.msg_iovlen = ni;
+	r = recvmsg(conn->sock, &mh, MSG_PEEK | MSG_DONTWAIT);
+	if (r <= (ssize_t)skip)
+		return r < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
+	got = (size_t)r - skip;
+	keep = (unsigned int)((got + mss - 1) / mss);
+	tcp_frames_fill(c, fl, f, lens, keep, got);
+	tap_tx_commit_many(c, lens, keep);
+	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got);
+	return (long)got;
+}
+
+void tcp_data_to_guest(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	int round;
+
+	if (conn->state != TCP_CS_ESTABLISHED || conn->sock < 0 ||
+	    (conn->flags & TCP_C_FIN_SENT) || !c->link.up)
+		return;
+	tcp_consume(c, fl);
+	/* Bounded: one busy connection cannot starve the loop. */
+	for (round = 0; round < 8; round++) {
+		long got = tcp_read_batch(c, fl);
+
+		if (got <= 0)
+			break;
+		conn->last_ms = tcp_now_ms(c);
+	}
+	if (!conn->timer_ms &&
+	    seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest))
+		tcp_timer_set(c, conn, TCP_RTO_MS);
+}
+
+/* tcp_probe_or_rto() - data timer of an established connection: rewind
+ * and resend what the guest has not acknowledged, or probe a zero
+ * window. Returns false when the connection gave up (caller resets). */
+bool tcp_probe_or_rto(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	int64_t rto;
+
+	if (++conn->retries > TCP_DATA_RETRIES)
+		return false;
+	rto = MIN((int64_t)TCP_RTO_MS << MIN(conn->retries, 8),
+		  (int64_t)TCP_RTO_MAX_MS);
+	if (seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest)) {
+		c->tcp.st.rewinds_rto++;
+		tcp_rewind(c, fl);
+		tcp_data_to_guest(c, fl);
+	} else if (!conn->wnd_from_guest) {
+		tcp_send_probe(c, fl);
+		conn->retries--;	/* a closed window is no failure */
+	} else {
+		conn->retries = 0;
+		return true;
+	}
+	tcp_timer_set(c, conn, rto);
+	return true;
+}

@@ -1,0 +1,339 @@
+/* test_tcp.c - TCP translation driven through tap_input() with frames
+ * built here, against real sockets on the host loopback: sequence
+ * arithmetic, the handshake and its options, data both ways with
+ * acknowledgement semantics, half-close, resets, refusal. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "ferry.h"
+#include "nat.h"
+#include "pkt.h"
+#include "tcp_conn.h"
+#include "unit.h"
+#include "util.h"
+
+TEST(tcp_seq_wraps)
+{
+	seq_t a = seq_make(0xfffffff0u), b = seq_add(a, 0x20);
+
+	CHECK_EQ(b.v, 0x10);
+	CHECK(seq_lt(a, b));
+	CHECK(seq_gt(b, a));
+	CHECK_EQ(seq_diff(b, a), 0x20);
+	CHECK_EQ(seq_diff(a, b), -0x20);
+	CHECK(seq_le(a, a) && seq_ge(a, a) && seq_eq(a, a));
+	CHECK(!seq_lt(a, a));
+	/* Half the space ahead is "after", the rest "before". */
+	CHECK(seq_gt(seq_add(a, 0x7fffffff), a));
+	CHECK(seq_lt(seq_add(a, 0x80000001u), a));
+}
+
+/* A test guest: its side of one connection. */
+struct tguest {
+	struct ctx *c;
+	bool v6;
+	uint16_t sport, dport;
+	uint32_t seq, ack;	/* next seq we send, what we acknowledge */
+};
+
+static void guest_send(struct tguest *g, uint8_t flags, const void *data,
+		       size_t len, const uint8_t *opts, size_t optlen)
+{
+	uint8_t l4[2048], f[2200];
+	size_t n;
+
+	memset(l4, 0, TCP_HLEN + optlen);
+	wr16(l4, g->sport);
+	wr16(l4 + 2, g->dport);
+	wr32(l4 + 4, g->seq);
+	wr32(l4 + 8, (flags & TCP_F_ACK) ? g->ack : 0);
+	l4[12] = (uint8_t)(((TCP_HLEN + optlen) / 4) << 4);
+	l4[13] = flags;
+	wr16(l4 + 14, 65535);
+	if (optlen)
+		memcpy(l4 + TCP_HLEN, opts, optlen);
+	if (len)
+		memcpy(l4 + TCP_HLEN + optlen, data, len);
+	n = g->v6 ? test_frame_ip6(f, "2001:db8::2", "fe80::1", IPPROTO_TCP,
+				   l4, TCP_HLEN + optlen + len)
+		  : test_frame_ip4(f, "198.51.100.2", "198.51.100.1",
+				   IPPROTO_TCP, l4, TCP_HLEN + optlen + len);
+	test_input(g->c, f, n);
+	g->seq += (uint32_t)len + !!(flags & (TCP_F_SYN | TCP_F_FIN));
+}
+
+/* pump() - run the TCP part of the event loop for up to ms or until
+ * at least want frames went to the guest. */
+static void pump(struct ctx *c, int ms, size_t want)
+{
+	struct timespec start;
+
+	now_mono(&start);
+	for (;;) {
+		struct epoll_event ev[16];
+		int i, n;
+
+		now_mono(&c->now);
+		if (test_tx_n(c) >= want || ts_ms_diff(&c->now, &start) > ms)
+			return;
+		n = epoll_wait(c->epfd, ev, 16, 5);
+		now_mono(&c->now);
+		for (i = 0; i < n; i++)
+			tcp_sock_handler(c, ev[i].data.u64, ev[i].events);
+		if (c->timer_armed &&
+		    ts_ms_diff(&c->now, &c->timer_due) >= 0) {
+			c->timer_armed = false;
+			tcp_timer(c);
+		}
+	}
+}
+
+/* last_seg() - parse the i-th frame to the guest (checksums verified). */
+static bool seg_at(struct ctx *c, size_t i, struct pkt *p)
+{
+	size_t len;
+	const uint8_t *f = test_tx(c, i, &len);
+
+	return f && pkt_parse(f, len, true, p) == DROP_NONE &&
+	       p->l4proto == IPPROTO_TCP;
+}
+
+static int listener(bool v6, uint16_t *port)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = v6 ? sizeof(a6) : sizeof(a4);
+	int s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+
+	if (s < 0 || bind(s, v6 ? (void *)&a6 : (void *)&a4, sl) ||
+	    listen(s, 8) || getsockname(s, v6 ? (void *)&a6 : (void *)&a4, &sl))
+		return -1;
+	*port = ntohs(v6 ? a6.sin6_port : a4.sin_port);
+	return s;
+}
+
+static struct ctx *tcp_test_ctx(void)
+{
+	struct ctx *c = test_ctx();
+
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	inet_pton(AF_INET6, "fe80::1", &c->conf.ip6.gw);
+	nat_init(c);
+	tcp_init(c);
+	return c;
+}
+
+static void tcp_test_free(struct ctx *c)
+{
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_TCP); fl; fl = nx) {
+		nx = flow_next(&c->flows, fl);
+		tcp_conn_close(c, fl, true);
+	}
+	close(c->epfd);
+	test_ctx_free(c);
+}
+
+/* handshake() - SYN from the guest, accept on the host, SYN-ACK back,
+ * ACK from the guest. Returns the accepted socket, -1 on failure. */
+static int handshake(struct tguest *g, int ls, uint32_t *isn)
+{
+	static const uint8_t opts[] = { 2, 4, 0x05, 0xb4, 1, 3, 3, 7 };
+	struct pkt p;
+	int a;
+
+	test_tx_reset(g->c);
+	g->seq = 1000;
+	guest_send(g, TCP_F_SYN, NULL, 0, opts, sizeof(opts));
+	pump(g->c, 2000, 1);
+	if (!seg_at(g->c, 0, &p) ||
+	    p.tcp.flags != (TCP_F_SYN | TCP_F_ACK) || p.tcp.ack != 1001 ||
+	    !p.tcp.has_mss || !p.tcp.has_wscale ||
+	    p.tcp.wscale != TCP_WS_TO_GUEST)
+		return -1;
+	*isn = p.tcp.seq;
+	g->ack = p.tcp.seq + 1;
+	a = accept(ls, NULL, NULL);
+	guest_send(g, TCP_F_ACK, NULL, 0, NULL, 0);
+	test_tx_reset(g->c);
+	return a;
+}
+
+static void data_both_ways(bool v6)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .v6 = v6, .sport = 40000 };
+	char buf[64] = { 0 };
+	uint32_t isn;
+	struct pkt p;
+	int ls, a;
+
+	ls = listener(v6, &g.dport);
+	CHECK(ls >= 0);
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+
+	/* guest -> host: written, then acknowledged */
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "hello", 5, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 5);
+	CHECK(!memcmp(buf, "hello", 5));
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, 1006);
+	CHECK(p.tcp.window > 0);
+
+	/* host -> guest: one segment, peeked, not consumed until acked */
+	test_tx_reset(c);
+	CHECK_EQ(send(a, "world!", 6, 0), 6);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 6);
+	CHECK(!memcmp(p.payload, "world!", 6));
+	CHECK_EQ(p.tcp.seq, isn + 1);
+	g.ack += 6;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+
+	/* host closes its side: FIN to the guest after the data */
+	test_tx_reset(c);
+	shutdown(a, SHUT_WR);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_FIN);
+	CHECK_EQ(p.tcp.seq, isn + 7);
+	g.ack += 1;
+
+	/* the guest still sends (half-close), then closes too */
+	guest_send(&g, TCP_F_ACK, "more", 4, NULL, 0);
+	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 4);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 0);	/* EOF */
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);		/* both closed */
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+TEST(tcp_data_both_ways_v4)
+{
+	data_both_ways(false);
+}
+
+TEST(tcp_data_both_ways_v6)
+{
+	data_both_ways(true);
+}
+
+TEST(tcp_refused_gets_rst)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40001 };
+	struct pkt p;
+	int ls = listener(false, &g.dport);
+
+	close(ls);		/* nobody listens there now */
+	g.seq = 5000;
+	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_RST);
+	CHECK(p.tcp.flags & TCP_F_ACK);
+	CHECK_EQ(p.tcp.ack, 5001);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	tcp_test_free(c);
+}
+
+TEST(tcp_no_flow_gets_rst)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40002, .dport = 80 };
+	struct pkt p;
+
+	g.seq = 7;
+	g.ack = 1234;
+	guest_send(&g, TCP_F_ACK, "x", 1, NULL, 0);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.flags, TCP_F_RST);
+	CHECK_EQ(p.tcp.seq, 1234);
+	CHECK_EQ(c->stats.drops[DROP_NO_FLOW], 1);
+	tcp_test_free(c);
+}
+
+TEST(tcp_rst_both_ways)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40003 };
+	char b[8];
+	uint32_t isn;
+	struct pkt p;
+	int ls = listener(false, &g.dport), a;
+	struct linger l = { 1, 0 };
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	/* guest RST: the host peer sees a reset */
+	guest_send(&g, TCP_F_RST, NULL, 0, NULL, 0);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	CHECK_EQ(recv(a, b, sizeof(b), 0), -1);
+	CHECK_EQ(errno, ECONNRESET);
+	close(a);
+
+	/* host RST: the guest gets one */
+	g.sport++;
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	setsockopt(a, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	close(a);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_RST);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	close(ls);
+	tcp_test_free(c);
+}
+
+TEST(tcp_window_limits_and_dupack_rewind)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40004 };
+	static char big[8000];
+	uint32_t isn;
+	struct pkt p;
+	size_t i, n;
+	int ls = listener(false, &g.dport), a;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 13);
+	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	pump(c, 2000, 6);
+	/* guest MSS 1460: five full segments and a tail, contents match */
+	n = test_tx_n(c);
+	CHECK_EQ(n, 6);
+	for (i = 0; i < n; i++) {
+		CHECK(seg_at(c, i, &p));
+		CHECK_EQ(p.tcp.seq, isn + 1 + i * 1460);
+		CHECK(!memcmp(p.payload, big + i * 1460, p.payload_len));
+	}
+	/* three duplicate ACKs for the first byte: everything resent */
+	test_tx_reset(c);
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	n = test_tx_n(c);
+	CHECK_EQ(n, 6);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.seq, isn + 1);
+	CHECK(!memcmp(p.payload, big, p.payload_len));
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
