@@ -161,6 +161,17 @@ static void tcp_reset_both(struct ctx *c, struct flow *fl)
 	tcp_conn_close(c, fl, true);
 }
 
+/* tcp_mss_from_guest() - the largest segment the guest sends us (the MSS
+ * we advertised). */
+static uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl)
+{
+	unsigned int mtu = c->conf.mtu ? c->conf.mtu : 1500;
+	uint32_t l3 = inany_is4(&fl->f.key[FLOW_SIDE_GUEST].a) ? IP4_HLEN
+							       : IP6_HLEN;
+
+	return mtu - l3 - TCP_HLEN;
+}
+
 /* tcp_wnd_refresh() - recompute the window offered to the guest from the
  * socket's free send-buffer space. Returns true when it grew from a low
  * value, i.e. the guest should hear about it now. */
@@ -186,6 +197,10 @@ static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
 	}
 	/* Queued memory counts skb overhead: offer 3/4 of it as payload. */
 	conn->wnd_to_guest = MIN(free_ / 4 * 3, 65535u << TCP_WS_TO_GUEST);
+	/* A tap device drops frames beyond its queue (500): keep a window's
+	 * worth of the guest's segments well inside it. */
+	conn->wnd_to_guest = MIN(conn->wnd_to_guest,
+				 (uint32_t)TCP_WND_SEGS * tcp_mss_from_guest(c, fl));
 	if (!conn->ws_to_guest)
 		conn->wnd_to_guest = MIN(conn->wnd_to_guest, 65535u);
 	low = MAX(conn->sndbuf / 4, 2u * conn->mss_to_guest);
@@ -447,7 +462,13 @@ static void tcp_data_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 			conn->flags |= TCP_C_ACK_NOW;
 		return;
 	}
-	if (off < 0 || (len && (size_t)off >= len) || (!len && off > 0)) {
+	if (off < 0) {
+		/* A hole before this segment: one duplicate ACK per segment,
+		 * at once, so the guest's fast retransmit triggers. */
+		tcp_send_flags(c, fl, TCP_F_ACK);
+		return;
+	}
+	if ((len && (size_t)off >= len) || (!len && off > 0)) {
 		conn->flags |= TCP_C_ACK_NOW;
 		return;
 	}

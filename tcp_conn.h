@@ -127,6 +127,7 @@ struct pkt;
 #define TCP_IDLE_MS		(2 * 3600 * 1000)	/* inactivity */
 #define TCP_STUCK_MS		1000	/* zero-window detection delay */
 #define TCP_WS_TO_GUEST		9	/* our window scale: 32 MiB max */
+#define TCP_WND_SEGS		256	/* window to the guest: max segments */
 
 /* tcp.c */
 int64_t tcp_now_ms(const struct ctx *c);

@@ -1,0 +1,136 @@
+"""The stall matrix: the seed documents' window pathologies as tests.
+
+For each host buffer shape (per-namespace net.ipv4.tcp_rmem / tcp_wmem
+in the sandbox's host namespace, restored afterwards):
+
+  default        the namespace defaults
+  rmem256k       tcp_rmem max 256 KiB, tcp_wmem max 16 MiB ("160 KiB stall")
+  rcvbuf128k     receive buffers fixed at 128 KiB, tcp_wmem max 16 MiB
+                 ("trickle stall"; ferry itself never sets SO_RCVBUF)
+
+run a bulk transfer each way, and a host -> guest transfer whose guest
+receiver stops reading for 3 s and resumes. Pass: completes intact, no
+second without progress while the receiver reads, and the first second
+after the resume moves at least half the bytes of the last second before
+the pause. While paused, the bytes queued in ferry's host socket (ss
+Recv-Q) are sampled: the bounded-buffering figure. Each case appends a
+line to $FERRY_STALL_REPORT if set (doc/tcp.md has a run).
+"""
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+import conftest
+from tcp_util import check_transfer, guest_connect, host_listen
+
+MiB = 1 << 20
+SIZE = int(os.environ.get("FERRY_STALL_SIZE", 128 * MiB))
+
+SHAPES = {
+    "default": {},
+    "rmem256k": {"net.ipv4.tcp_rmem": "4096 131072 262144",
+                 "net.ipv4.tcp_wmem": "4096 16384 16777216"},
+    "rcvbuf128k": {"net.ipv4.tcp_rmem": "131072 131072 131072",
+                   "net.ipv4.tcp_wmem": "4096 16384 16777216"},
+}
+
+
+def sysctl_get(k):
+    return conftest.run(["sysctl", "-n", k]).stdout.strip()
+
+
+@pytest.fixture(params=list(SHAPES))
+def shape(request):
+    """Apply a buffer shape to the sandbox host namespace."""
+    saved = {k: sysctl_get(k) for k in SHAPES[request.param]}
+    for k, v in SHAPES[request.param].items():
+        conftest.run(["sysctl", "-qw", f"{k}={v}"])
+    yield request.param
+    for k, v in saved.items():
+        conftest.run(["sysctl", "-qw", f"{k}={v}"])
+
+
+def report(line):
+    path = os.environ.get("FERRY_STALL_REPORT")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+
+
+@pytest.mark.parametrize("direction", ["up", "down"])
+def test_stall_bulk(ferry_ns, shape, direction):
+    f = ferry_ns()
+    rcv, secs = check_transfer(f, False, direction, SIZE, timeout=300,
+                               recv_opts=("--rate-log",)
+                               if direction == "down" else ())
+    per_s = per_second(rcv.get("slots", []))
+    report({"shape": shape, "case": direction, "secs": round(secs, 2),
+            "MBps": round(SIZE / secs / 1e6, 1),
+            "min_s": min(per_s[:-1]) if len(per_s) > 1 else None})
+    if per_s:
+        assert min(per_s[:-1] or [1]) > 0, per_s
+
+
+def per_second(slots, start=0.0, end=None):
+    """Bytes per whole second from 100 ms slots in [start, end)."""
+    out = []
+    t = start
+    end = len(slots) / 10 if end is None else end
+    while t + 1 <= end + 1e-9:
+        out.append(sum(slots[int(t * 10):int(t * 10) + 10]))
+        t += 1
+    return out
+
+
+def ferry_recvq(server_port):
+    """Recv-Q of ferry's host socket connected to the server port."""
+    out = subprocess.run(["ss", "-tnH", "state", "established",
+                          f"dport = :{server_port}"], capture_output=True,
+                         text=True).stdout
+    m = re.match(r"\s*(\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def test_stall_paused_receiver(ferry_ns, shape):
+    f = ferry_ns()
+    srv = host_listen("127.0.0.1", "send", "--bytes", str(SIZE))
+    cli = guest_connect(f, conftest.GW4, srv.port, "recv", "--rate-log",
+                        "--pause-at", str(32 * MiB), "--pause", "3",
+                        "--timeout", "300")
+    samples = []
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            q = ferry_recvq(srv.port)
+            if q is not None:
+                samples.append((time.monotonic(), q))
+            time.sleep(0.05)
+    th = threading.Thread(target=sample)
+    th.start()
+    try:
+        r, s = cli.result(300), srv.result(300)
+    finally:
+        stop.set()
+        th.join()
+        cli.kill()
+        srv.kill()
+    assert r["bytes"] == SIZE and r["sha256"] == s["sha256"]
+    slots = r["slots"]
+    p0, p1 = r["pause"]
+    before = per_second(slots, 0, p0)
+    after = per_second(slots, p1, len(slots) / 10)
+    # Receiver-paused seconds are excluded; the ones while reading count.
+    zero_secs = [x for x in before[:-1] + after[:-1] if x == 0]
+    pre = before[-1] if before else 0
+    post = after[0] if after else 0
+    qmax = max((q for _, q in samples), default=0)
+    report({"shape": shape, "case": "pause3s", "before": before,
+            "after": after, "recvq_max": qmax})
+    assert not zero_secs, (before, after)
+    assert post >= pre / 2, (pre, post)
