@@ -55,29 +55,28 @@ def test_tcp_refused(ferry_ns):
     assert "refused" in r.stdout, r.stdout + r.stderr
 
 
+def halfclose(f, v6, guest_first):
+    """One side sends 5 MiB and closes its sending side first; the other
+    receives to EOF, then sends 3 MiB back over the half-open connection."""
+    laddr, caddr = target(f, v6)
+    first, second = ("halfclose", "sendrecv")
+    srv = host_listen(laddr, second if guest_first else first,
+                      "--bytes", str(3 * MiB if guest_first else 5 * MiB))
+    cli = guest_connect(f, caddr, srv.port, first if guest_first else second,
+                        "--bytes", str(5 * MiB if guest_first else 3 * MiB))
+    c, s = cli.result(60), srv.result(60)
+    a, b = (c, s) if guest_first else (s, c)    # a closed first
+    assert b["bytes"] == 5 * MiB and b["sha256"] == a["sent_sha256"]
+    assert a["bytes"] == 3 * MiB and a["sha256"] == b["sent_sha256"]
+
+
 @pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
 def test_tcp_halfclose_guest_first(ferry_ns, v6):
-    """The guest sends and closes its side, then receives the reply."""
-    f = ferry_ns()
-    laddr, caddr = target(f, v6)
-    srv = host_listen(laddr, "sendrecv", "--bytes", str(3 * MiB))
-    cli = guest_connect(f, caddr, srv.port, "halfclose", "--bytes",
-                        str(5 * MiB))
-    c, s = cli.result(60), srv.result(60)
-    assert s["bytes"] == 5 * MiB and s["sha256"] == c["sent_sha256"]
-    assert c["bytes"] == 3 * MiB and c["sha256"] == s["sent_sha256"]
+    halfclose(ferry_ns(), v6, True)
 
 
 def test_tcp_halfclose_host_first(ferry_ns):
-    """The host sends and closes its side, then receives the reply."""
-    f = ferry_ns()
-    laddr, caddr = target(f, False)
-    srv = host_listen(laddr, "halfclose", "--bytes", str(3 * MiB))
-    cli = guest_connect(f, caddr, srv.port, "sendrecv", "--bytes",
-                        str(5 * MiB))
-    c, s = cli.result(60), srv.result(60)
-    assert c["bytes"] == 3 * MiB and c["sha256"] == s["sent_sha256"]
-    assert s["bytes"] == 5 * MiB and s["sha256"] == c["sent_sha256"]
+    halfclose(ferry_ns(), False, False)
 
 
 def test_tcp_rst_from_host(ferry_ns):
