@@ -1,0 +1,287 @@
+#!/usr/bin/python3
+"""bench.py - ferry against veth, pasta and slirp4netns, side by side.
+
+Run by test/bench/run.sh inside test/sandbox.sh (never directly on the
+host: every address used is local to the sandbox). Plan:
+
+  for each MTU stage (65520, then 1500):
+      start every backend at that MTU (all up at once, idle when not used)
+      for each path of the stage:
+          for run in 1..N:
+              for each backend: one measurement
+      stop the backends (peak RSS is read first)
+
+so the runs of one figure are spread over the stage and the tools of a
+row are measured minutes apart at most: noise from other work on the
+machine hits them alike. A figure is the median of its N runs; the
+per-second minimum of a bulk transfer is the lowest over all runs (a
+stall must not hide behind a median). A backend that fails to start, or
+a path it cannot do, gives n/a with the reason; the run goes on.
+
+Environment: BENCH_RUNS (N, default 3), BENCH_TIME (seconds per run,
+default 3), BENCH_QUICK=1 (N=1, 2 s, a subset: ~2 minutes),
+BENCH_TOOLS (comma list, default veth,ferry,pasta,slirp4netns),
+BENCH_ONLY (regex on path ids), FERRY_BIN, BENCH_OUT (default build/bench),
+BENCH_PUBLISH=1/0 (write doc/bench.svg and doc/bench.md; default: only
+after a full run).
+"""
+import os
+import re
+import signal
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import backends  # noqa: E402
+import measure  # noqa: E402
+import procs  # noqa: E402
+import report  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class Path:
+    """One row: what is measured, how, and which way is better."""
+
+    def __init__(self, pid, label, unit, better, kind, fam, mtu, **args):
+        self.id, self.label, self.unit, self.better = pid, label, unit, better
+        self.kind, self.fam, self.mtu, self.args = kind, fam, mtu, args
+
+
+def plan(quick):
+    rows = []
+    for mtu in (65520, 1500):
+        for fam in ("4", "6"):
+            for streams in (1, 4):
+                for rev, d in ((False, "g2h"), (True, "h2g")):
+                    if quick and (fam == "6" or streams == 4):
+                        continue
+                    arrow = "guest->host" if not rev else "host->guest"
+                    rows.append(Path(f"tcp{streams}-{d}-v{fam}-{mtu}",
+                                     f"TCP {streams} stream{'s' if streams > 1 else ''} "
+                                     f"{arrow} IPv{fam} MTU {mtu}",
+                                     "Gbit/s", "higher", "tcp", fam, mtu,
+                                     streams=streams, reverse=rev))
+        if mtu != 65520:
+            continue
+        for rev, d in ((False, "g2h"), (True, "h2g")):
+            arrow = "guest->host" if not rev else "host->guest"
+            rows.append(Path(f"udp-fixed-{d}-v4-{mtu}",
+                             f"UDP {arrow} at 1 Gbit/s offered (loss %)", "Gbit/s",
+                             "higher", "udp", "4", mtu, reverse=rev))
+            rows.append(Path(f"udp-max-{d}-v4-{mtu}",
+                             f"UDP {arrow} best rate with <1% loss", "Gbit/s",
+                             "higher", "udpmax", "4", mtu, reverse=rev))
+        rows.append(Path(f"rr-v4-{mtu}", "TCP request/response p50 IPv4 (sockperf)",
+                         "us", "lower", "sockperf", "4", mtu))
+        if not quick:
+            rows.append(Path(f"rr-v6-{mtu}", "TCP request/response p50 IPv6 (pingpong)",
+                             "us", "lower", "pingpong", "6", mtu))
+        rows.append(Path(f"http-close-v4-{mtu}", "HTTP Connection: close (conn/s)",
+                         "req/s", "higher", "wrk", "4", mtu, close=True))
+        rows.append(Path(f"http-keep-v4-{mtu}", "HTTP keep-alive requests/s",
+                         "req/s", "higher", "wrk", "4", mtu, close=False))
+    return rows
+
+
+class Bench:
+    def __init__(self):
+        quick = os.environ.get("BENCH_QUICK") == "1"
+        self.quick = quick
+        self.n = int(os.environ.get("BENCH_RUNS", "1" if quick else "3"))
+        self.secs = int(os.environ.get("BENCH_TIME", "2" if quick else "3"))
+        self.tools = os.environ.get("BENCH_TOOLS", "veth,ferry,pasta,slirp4netns").split(",")
+        only = os.environ.get("BENCH_ONLY")
+        self.rows = [r for r in plan(quick) if not only or re.search(only, r.id)]
+        self.out = os.path.abspath(os.environ.get("BENCH_OUT", os.path.join(ROOT, "build", "bench")))
+        self.work = os.path.join(self.out, "work")
+        os.makedirs(self.work, exist_ok=True)
+        self.root = ROOT
+        self.ferry = os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry"))
+        self.pingpong = os.path.join(self.out, "pingpong")
+        self.results = {r.id: {t: {"runs": []} for t in self.tools} for r in self.rows}
+        self.tool_info = {t: {} for t in self.tools}
+        pub = os.environ.get("BENCH_PUBLISH")
+        self.publish = pub == "1" if pub else not (quick or only or
+                                                   "BENCH_TOOLS" in os.environ)
+
+    def log(self, msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    def make_backend(self, tool, mtu):
+        if tool == "veth":
+            return backends.Veth(mtu, self.work)
+        if tool == "ferry":
+            return backends.Ferry(mtu, self.work, self.ferry)
+        if tool == "pasta":
+            return backends.Pasta(mtu, self.work)
+        if tool == "slirp4netns":
+            return backends.Slirp(mtu, self.work)
+        raise ValueError(tool)
+
+    def start_backend(self, tool, mtu):
+        """A started backend, or the error string."""
+        why = backends.available(tool)
+        if why:
+            return why
+        be = self.make_backend(tool, mtu)
+        try:
+            be.start()
+        except backends.BackendError as e:
+            be.stop()
+            return str(e)
+        self.servers.ensure("nginx")
+        for fam in ("4", "6"):
+            if fam in be.addrs and fam not in be.na:
+                why = measure.tcp_probe(be, fam)
+                if why:
+                    be.na[fam] = why
+        self.log(f"  {tool} mtu {mtu}: up (pid {be.pid}); guest reaches host at "
+                 f"{be.addrs}; n/a: {be.na or 'none'}")
+        return be
+
+    def measure(self, be, row):
+        a = row.args
+        if row.kind == "tcp":
+            return measure.iperf(be, row.fam, self.secs, a["streams"], a["reverse"])
+        if row.kind == "udp":
+            return measure.iperf(be, row.fam, self.secs, reverse=a["reverse"], udp_rate=1e9)
+        if row.kind == "udpmax":
+            return measure.udp_search(be, row.fam, max(1, self.secs - 1), a["reverse"],
+                                      5e8, 4 if self.quick else 6)
+        if row.kind == "sockperf":
+            return measure.sockperf(be, row.fam, self.secs)
+        if row.kind == "pingpong":
+            return measure.pingpong(be, row.fam, self.secs, self.pingpong)
+        if row.kind == "wrk":
+            return measure.wrk(be, row.fam, self.secs, a["close"])
+        raise ValueError(row.kind)
+
+    def server_for(self, row):
+        return {"tcp": "iperf3", "udp": "iperf3", "udpmax": "iperf3", "sockperf": "sockperf",
+                "pingpong": "pingpong", "wrk": "nginx"}[row.kind]
+
+    def one(self, be, row, run):
+        """One measurement of row on backend be; records it."""
+        slot = self.results[row.id][be.name]
+        if "na" in slot:
+            return
+        if not procs.alive(be.proc) and be.proc is not None:
+            slot["na"] = f"{be.name} died earlier: " + be.log_tail()
+            return
+        if row.fam in be.na:
+            slot["na"] = be.na[row.fam]
+            return
+        srv = self.server_for(row)
+        why = self.servers.ensure(srv)
+        if why:
+            slot["na"] = why
+            return
+        res = self.measure(be, row)
+        if res.get("value") is None:
+            if be.proc is not None and not procs.alive(be.proc):
+                res["error"] = (f"{be.name} exited ({be.proc.returncode}) during the run: "
+                                + be.log_tail())
+            slot.setdefault("errors", []).append(res["error"])
+            self.servers.restart(srv)	# a half-finished test can wedge iperf3 -s
+            if len(slot["errors"]) >= 2 or not slot["runs"] and run == self.n - 1:
+                slot["na"] = res["error"]
+            self.log(f"    {be.name:12s} run {run + 1}: error: {res['error']}")
+            return
+        slot["runs"].append(res)
+        extra = report.extras(res.get("min"), res.get("loss"), res.get("p99"))
+        self.log(f"    {be.name:12s} run {run + 1}: {res['value']:.3f} {row.unit}{extra}")
+
+    def stage(self, mtu, rows):
+        self.log(f"== MTU {mtu}: starting {', '.join(self.tools)}")
+        bes = []
+        for t in self.tools:
+            be = self.start_backend(t, mtu)
+            if isinstance(be, str):
+                self.log(f"  {t} mtu {mtu}: FAILED to start: {be}")
+                for r in rows:
+                    self.results[r.id][t]["na"] = f"failed to start: {be}"
+                self.tool_info[t].setdefault("start_errors", []).append(be)
+            else:
+                bes.append(be)
+        try:
+            for row in rows:
+                self.log(f"-- {row.id}: {row.label}")
+                for run in range(self.n):
+                    for be in bes:
+                        self.one(be, row, run)
+        finally:
+            for be in bes:
+                rss = be.peak_rss_kib()
+                if rss:
+                    info = self.tool_info[be.name]
+                    info["peak_rss_kib"] = max(rss, info.get("peak_rss_kib", 0))
+                be.stop()
+
+    def build_pingpong(self):
+        src = os.path.join(ROOT, "test", "bench", "pingpong.c")
+        r = procs.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", self.pingpong, src],
+                      timeout=60)
+        if r.returncode:
+            raise SystemExit("bench: cannot build pingpong.c: " + r.stderr)
+
+    def main(self):
+        if os.environ.get("FERRY_SANDBOX") != "1":
+            raise SystemExit("bench.py must run inside test/sandbox.sh (use make bench)")
+        t0 = time.time()
+        self.build_pingpong()
+        self.servers = measure.Servers(self.work, self.pingpong)
+        for mtu in (65520, 1500):
+            rows = [r for r in self.rows if r.mtu == mtu]
+            if rows:
+                self.stage(mtu, rows)
+        self.finish(time.time() - t0)
+
+    def finish(self, elapsed):
+        summary = {}
+        for row in self.rows:
+            per = {}
+            for t in self.tools:
+                s = self.results[row.id][t]
+                runs = s["runs"]
+                if not runs:
+                    per[t] = {"na": s.get("na") or "; ".join(s.get("errors", [])) or "not run"}
+                    continue
+                d = {"median": statistics.median(r["value"] for r in runs),
+                     "n": len(runs), "runs": runs}
+                mins = [r["min"] for r in runs if r.get("min") is not None]
+                if mins:
+                    d["min_per_sec"] = min(mins)
+                for k in ("p99", "loss"):
+                    vals = [r[k] for r in runs if r.get(k) is not None]
+                    if vals:
+                        d[k] = statistics.median(vals)
+                cpu = [r["cpu"] / (r["bytes"] / 2**30) for r in runs
+                       if r.get("cpu") is not None and r.get("bytes")]
+                if cpu:
+                    d["cpu_s_per_gib"] = statistics.median(cpu)
+                if s.get("errors"):
+                    d["errors"] = s["errors"]
+                per[t] = d
+            summary[row.id] = per
+        report.write_all(self, summary, elapsed)
+
+
+def main():
+    b = Bench()
+
+    def on_signal(sig, _frame):
+        procs.stop_all()
+        sys.exit(128 + sig)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    try:
+        b.main()
+    finally:
+        procs.stop_all()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""chart.py - results.json as an SVG bar chart, written by hand (no deps).
+
+One group of horizontal bars per row, one bar per tool, each bar the
+tool's median relative to veth in the same run, drawn so that longer is
+always better: throughput and rates as tool/veth, latency as veth/tool.
+The absolute median is printed at the end of each bar; a tool that could
+not do the row shows "n/a". veth (the kernel's limit) is the line at 1.0.
+"""
+from xml.sax.saxutils import escape
+
+COLORS = {"veth": "#9e9e9e", "ferry": "#d9480f", "pasta": "#1c7ed6",
+          "slirp4netns": "#37b24d", "passt": "#1c7ed6", "ferry-vm": "#d9480f"}
+LABEL_W, BAR_W, RIGHT_W, BAR_H, GAP, TOP = 330, 520, 90, 9, 9, 92
+
+
+def _rel(row, tool):
+    r = row["results"].get(tool, {})
+    v = r.get("median")
+    base = row["results"].get("veth", {}).get("median")
+    if v is None or not base:
+        return None, v
+    if row["better"] == "lower":
+        return (base / v if v else None), v
+    return v / base, v
+
+
+def _fmt(v, unit):
+    if unit == "Gbit/s":
+        return f"{v:.2f}"
+    if unit == "us":
+        return f"{v:.0f} us"
+    return f"{v / 1000:.1f}k" if v >= 1000 else f"{v:.0f}"
+
+
+def write(path, doc):
+    tools = doc["tools"]
+    rows = doc["rows"]
+    rels = [_rel(r, t)[0] for r in rows for t in tools]
+    top = max([x for x in rels if x] + [1.2])
+    top = min(top, 3.0)
+    group_h = len(tools) * BAR_H + GAP
+    height = TOP + len(rows) * group_h + 40
+    width = LABEL_W + BAR_W + RIGHT_W
+    x0 = LABEL_W
+    sx = BAR_W / top
+    m = doc["meta"]
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+         f'<rect width="{width}" height="{height}" fill="white"/>',
+         f'<text x="10" y="20" font-size="15" font-weight="bold">ferry vs veth, pasta, '
+         f'slirp4netns: relative to veth (longer is better)</text>',
+         f'<text x="10" y="38" fill="#444">{escape(m["date"])}, kernel {escape(m["kernel"])}, '
+         f'{m["cpus"]} CPUs ({escape(m["cpu"][:48])}); median of {m["runs"]} x '
+         f'{m["seconds_per_run"]} s; `{escape(m["command"])}`. Numbers: absolute medians '
+         '(Gbit/s, us, req/s).</text>']
+    lx = 10
+    for t in tools:
+        o.append(f'<rect x="{lx}" y="50" width="12" height="12" fill="{COLORS.get(t, "#888")}"/>')
+        o.append(f'<text x="{lx + 16}" y="60">{escape(t)}</text>')
+        lx += 30 + 7 * len(t)
+    # grid
+    step = 0.25 if top <= 1.5 else 0.5
+    g = 0.0
+    while g <= top + 1e-9:
+        x = x0 + g * sx
+        o.append(f'<line x1="{x:.1f}" y1="{TOP - 12}" x2="{x:.1f}" y2="{height - 30}" '
+                 f'stroke="{"#333" if abs(g - 1) < 1e-9 else "#ddd"}" '
+                 f'stroke-width="{1.5 if abs(g - 1) < 1e-9 else 1}"/>')
+        o.append(f'<text x="{x:.1f}" y="{TOP - 16}" text-anchor="middle" fill="#666">'
+                 f'{g:.2f}x</text>')
+        g += step
+    y = TOP
+    for i, r in enumerate(rows):
+        if i % 2:
+            o.append(f'<rect x="0" y="{y - 2}" width="{width}" height="{group_h}" '
+                     'fill="#f6f6f6" fill-opacity="0.7"/>')
+        o.append(f'<text x="{LABEL_W - 8}" y="{y + len(tools) * BAR_H / 2 + 4:.1f}" '
+                 f'text-anchor="end">{escape(r["label"])}</text>')
+        for j, t in enumerate(tools):
+            rel, v = _rel(r, t)
+            by = y + j * BAR_H
+            if v is None:
+                o.append(f'<text x="{x0 + 3}" y="{by + BAR_H - 1}" font-size="9" '
+                         f'fill="{COLORS.get(t, "#888")}">{escape(t)}: n/a</text>')
+                continue
+            w = max(1.0, min(rel if rel is not None else 0, top) * sx)
+            o.append(f'<rect x="{x0}" y="{by}" width="{w:.1f}" height="{BAR_H - 1}" '
+                     f'fill="{COLORS.get(t, "#888")}"><title>{escape(t)}: '
+                     f'{_fmt(v, r["unit"])}</title></rect>')
+            o.append(f'<text x="{x0 + w + 3:.1f}" y="{by + BAR_H - 1}" font-size="9">'
+                     f'{_fmt(v, r["unit"])}</text>')
+        y += group_h
+    o.append(f'<text x="10" y="{height - 10}" fill="#666">made by test/bench/chart.py from '
+             'build/bench/results.json (doc/bench.md says how)</text>')
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")

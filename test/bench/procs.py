@@ -1,0 +1,121 @@
+"""procs.py - the processes the benchmark starts, and only those.
+
+Every long-running process (tools under test, namespace holders, servers)
+is started through start(), which records its PID and puts it in a new
+session so that its own children (pasta's command, nginx) can be ended
+with it. stop() and stop_all() end exactly those PIDs: first SIGTERM,
+then SIGKILL after a deadline. bench.py calls stop_all() on every exit
+path (normal end, exception, SIGINT, SIGTERM), so a run never leaves
+processes behind. Short client commands use run(), which kills the child
+on its own timeout.
+"""
+import os
+import signal
+import subprocess
+import time
+
+_started = []
+
+
+def start(argv, log=None, **kw):
+    """Start argv in its own session; output to the file `log` (or null)."""
+    out = open(log, "ab") if log else subprocess.DEVNULL
+    p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True, **kw)
+    if log:
+        out.close()
+    _started.append(p)
+    return p
+
+
+def alive(p):
+    return p is not None and p.poll() is None
+
+
+def stop(p, grace=5.0):
+    """End process p (started by start()) and its session: TERM, then KILL."""
+    if p is None:
+        return
+    if p.poll() is None:
+        _signal_group(p, signal.SIGTERM)
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(p, signal.SIGKILL)
+            p.wait()
+    # The session may outlive its leader (a forked child): end what is left.
+    _signal_group(p, signal.SIGKILL)
+    if p in _started:
+        _started.remove(p)
+
+
+def _signal_group(p, sig):
+    try:
+        os.killpg(p.pid, sig)	# the session/group we created for p
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_all():
+    for p in list(reversed(_started)):
+        stop(p, grace=2.0)
+
+
+def run(argv, timeout, **kw):
+    """Run a short command; returns CompletedProcess (rc 124 on timeout)."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, **kw)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return subprocess.CompletedProcess(argv, 124, out, err + f"\ntimeout after {timeout}s")
+
+
+def wait_for(pred, timeout, interval=0.02):
+    """Poll pred() until true or the deadline; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(interval)
+
+
+def cpu_seconds(pid):
+    """utime + stime of pid (all threads) in seconds, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+    except OSError:
+        return None
+    fields = s[s.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_kib(pid):
+    """VmHWM of pid in KiB, or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def listening(port, proto="tcp"):
+    """True if something in this namespace listens on port (any address)."""
+    want = f":{port:04X}"
+    for name in (f"/proc/net/{proto}", f"/proc/net/{proto}6"):
+        try:
+            with open(name) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    if parts[1].endswith(want) and (proto == "udp" or parts[3] == "0A"):
+                        return True
+        except OSError:
+            pass
+    return False

@@ -1,0 +1,195 @@
+"""report.py - the stdout table, results.json, results.md and the chart.
+
+Ratios: "f/veth" is ferry's median divided by veth's; "f/peer" divides by
+the best peer (pasta or slirp4netns: the highest, or for latency the
+lowest). For throughput and rates a ratio above 1 is better; for latency
+(us) below 1 is better. Throughput cells show "median (min/s)", the
+lowest one-second interval over all runs; UDP cells add the loss.
+"""
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+
+import chart
+
+PEERS = ("pasta", "slirp4netns")
+MARK_B, MARK_E = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
+
+
+def _ver(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=5)
+        return (r.stdout + r.stderr).strip().splitlines()[0][:80]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _pkg(name):
+    try:
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", name],
+                           capture_output=True, text=True, timeout=5)
+        return r.stdout.strip() or "not installed"
+    except OSError:
+        return "unknown"
+
+
+def meta(b, elapsed):
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"model name\s*:\s*(.*)", f.read())
+            cpu = m.group(1) if m else cpu
+    except OSError:
+        pass
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(),
+        "command": "make bench" + (" (BENCH_QUICK=1)" if b.quick else ""),
+        "runs": b.n, "seconds_per_run": b.secs, "elapsed_s": round(elapsed),
+        "ferry": _ver([b.ferry, "--version"]), "pasta": _pkg("passt"),
+        "slirp4netns": _pkg("slirp4netns"), "iperf3": _pkg("iperf3"),
+        "sockperf": _pkg("sockperf"), "wrk": _pkg("wrk"), "nginx": _pkg("nginx-light"),
+    }
+
+
+def ratios(row, per):
+    f = per.get("ferry", {}).get("median")
+    v = per.get("veth", {}).get("median")
+    peers = [per[p]["median"] for p in PEERS if per.get(p, {}).get("median")]
+    best = (max(peers) if row.better == "higher" else min(peers)) if peers else None
+    rv = f / v if f is not None and v else None
+    rp = f / best if f is not None and best else None
+    return rv, rp
+
+
+def fmt_val(x, unit):
+    if unit == "Gbit/s":
+        return f"{x:.2f}"
+    if unit == "us":
+        return f"{x:.1f}"
+    return f"{x:.0f}"
+
+
+def extras(minv, loss, p99):
+    """The cell's tail: (lowest 1-s interval), loss %, p99."""
+    s = ""
+    if minv is not None:
+        s += f" ({minv:.2f})"
+    if loss is not None:
+        s += f" {loss:.1f}%"
+    if p99 is not None:
+        s += f" p99 {p99:.0f}"
+    return s
+
+
+def cell(d, unit):
+    if "median" not in d:
+        return "n/a"
+    return fmt_val(d["median"], unit) + extras(d.get("min_per_sec"), d.get("loss"),
+                                               d.get("p99"))
+
+
+def table(b, summary):
+    """Rows of strings: the main table, CPU/RSS section, and n/a reasons."""
+    head = ["path", "unit"] + b.tools + ["f/veth", "f/peer"]
+    lines, notes = [head], []
+    for row in b.rows:
+        per = summary[row.id]
+        rv, rp = ratios(row, per)
+        lines.append([row.label, row.unit] + [cell(per[t], row.unit) for t in b.tools]
+                     + [f"{rv:.2f}" if rv else "n/a", f"{rp:.2f}" if rp else "n/a"])
+        for t in b.tools:
+            if "na" in per[t]:
+                notes.append(f"{t} / {row.id}: {per[t]['na']}")
+    cpu = [["CPU s/GiB (translator process)", ""] + [""] * len(b.tools) + ["", ""]]
+    for row in b.rows:
+        if row.kind != "tcp":
+            continue
+        per = summary[row.id]
+        vals = [f"{per[t]['cpu_s_per_gib']:.2f}" if per[t].get("cpu_s_per_gib") is not None
+                else "-" for t in b.tools]
+        if any(v != "-" for v in vals):
+            cpu.append(["  " + row.label, "s/GiB"] + vals + ["", ""])
+    rss = ["peak RSS (VmHWM)", "MiB"] + [
+        f"{b.tool_info[t]['peak_rss_kib'] / 1024:.1f}" if b.tool_info[t].get("peak_rss_kib")
+        else "-" for t in b.tools] + ["", ""]
+    return lines, cpu + [rss], notes
+
+
+def render_text(rows):
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i])
+                               for i, c in enumerate(r)).rstrip() for r in rows)
+
+
+def render_md(rows):
+    out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    out += ["| " + " | ".join(c.strip() or " " for c in r) + " |" for r in rows[1:]]
+    return "\n".join(out)
+
+
+def md_section(m, main, extra, notes):
+    s = [MARK_B, "",
+         f"Measured {m['date']} on {m['cpu']} ({m['cpus']} CPUs), kernel {m['kernel']}; "
+         f"`{m['command']}`, median of {m['runs']} runs of {m['seconds_per_run']} s each; "
+         f"whole run {m['elapsed_s']} s. ferry {m['ferry']}, pasta (passt) {m['pasta']}, "
+         f"slirp4netns {m['slirp4netns']}, iperf3 {m['iperf3']}.", "",
+         render_md(main), "", render_md(extra), ""]
+    if notes:
+        s += ["n/a reasons:", ""] + [f"- {n}" for n in notes] + [""]
+    s += [MARK_E]
+    return "\n".join(s)
+
+
+def write_all(b, summary, elapsed):
+    m = meta(b, elapsed)
+    main, extra, notes = table(b, summary)
+    os.makedirs(b.out, exist_ok=True)
+    doc = {"meta": m, "tools": b.tools, "tool_info": b.tool_info, "rows": []}
+    for row in b.rows:
+        rv, rp = ratios(row, summary[row.id])
+        doc["rows"].append({"id": row.id, "label": row.label, "unit": row.unit,
+                            "better": row.better, "mtu": row.mtu, "family": row.fam,
+                            "results": summary[row.id], "ferry_vs_veth": rv,
+                            "ferry_vs_best_peer": rp})
+    with open(os.path.join(b.out, "results.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    text = render_text(main) + "\n\n" + render_text(extra)
+    if notes:
+        text += "\n\nn/a:\n" + "\n".join("  " + n for n in notes)
+    print(f"\nferry benchmark, {m['date']}, kernel {m['kernel']}, {m['cpus']} CPUs; "
+          f"median of {m['runs']} x {m['seconds_per_run']} s; cells: median (lowest "
+          "1-s interval) [loss] [p99]\n")
+    print(text)
+    md = md_section(m, main, extra, notes)
+    with open(os.path.join(b.out, "results.md"), "w") as f:
+        f.write(md + "\n")
+    svg = os.path.join(b.out, "bench.svg")
+    chart.write(svg, doc)
+    print(f"\nwrote {b.out}/results.json, results.md, bench.svg")
+    if b.publish:
+        docdir = os.path.join(b.root, "doc")
+        shutil.copy(svg, os.path.join(docdir, "bench.svg"))
+        publish_md(os.path.join(docdir, "bench.md"), md)
+        print("published doc/bench.svg and the results section of doc/bench.md")
+
+
+def publish_md(path, section):
+    """Replace the generated section of doc/bench.md (between the markers)."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = "# Benchmarks\n\n" + MARK_B + "\n" + MARK_E + "\n"
+    if MARK_B in text and MARK_E in text:
+        a, rest = text.split(MARK_B, 1)
+        _, z = rest.split(MARK_E, 1)
+        text = a + section + z
+    else:
+        text += "\n" + section + "\n"
+    with open(path, "w") as f:
+        f.write(text)

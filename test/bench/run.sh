@@ -1,0 +1,33 @@
+#!/bin/bash
+# run.sh - `make bench`: ferry against veth, pasta and slirp4netns.
+#
+# Installs the benchmark tools when missing (as root, with apt-get), then
+# runs test/bench/bench.py inside test/sandbox.sh: a private user+network
+# namespace whose uplink goes nowhere, so no packet leaves the machine.
+# Output: a table on stdout, build/bench/results.json, results.md and
+# bench.svg; after a full run also doc/bench.svg and the results section
+# of doc/bench.md. Knobs (environment): see the top of bench.py
+# (BENCH_RUNS, BENCH_TIME, BENCH_QUICK=1, BENCH_TOOLS, BENCH_ONLY).
+set -eu
+cd "$(dirname "$0")/../.."
+
+NEED="iperf3:iperf3 sockperf:sockperf wrk:wrk nginx:nginx-light pasta:passt
+slirp4netns:slirp4netns nsenter:util-linux ip:iproute2 cc:gcc /usr/bin/python3:python3"
+missing=""
+for pair in $NEED; do
+	command -v "${pair%%:*}" >/dev/null 2>&1 || missing="$missing ${pair#*:}"
+done
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+		echo "bench: missing tools; install them with: apt-get install -y$missing" >&2
+		exit 1
+	fi
+	echo "bench: installing$missing" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq $missing >/tmp/ferry-bench-apt.log 2>&1 ||
+	{ apt-get update -qq >>/tmp/ferry-bench-apt.log 2>&1 &&
+	  apt-get install -y -qq $missing >>/tmp/ferry-bench-apt.log 2>&1; } ||
+	{ echo "bench: apt-get failed, see /tmp/ferry-bench-apt.log" >&2; exit 1; }
+fi
+[ -x ./ferry ] || make ferry
+exec bash test/sandbox.sh /usr/bin/python3 test/bench/bench.py "$@"
