@@ -6,7 +6,8 @@
  * No binding table is kept: the first IA_NA of any SOLICIT, REQUEST,
  * RENEW or REBIND gets the address, further IA_NAs get NoAddrsAvail, and
  * addresses the client holds in an IA that are not ours come back with
- * zero lifetimes (RFC 8415 18.3.4/18.3.5). SOLICIT gets an ADVERTISE, or
+ * zero lifetimes (RFC 8415 18.3.4/18.3.5). Prefix delegation is not
+ * offered: each IA_PD comes back with NoPrefixAvail. SOLICIT gets an ADVERTISE, or
  * a REPLY when it carries Rapid Commit; CONFIRM is answered Success or
  * NotOnLink by whether the client's addresses are in our prefix; RELEASE
  * and DECLINE are acknowledged with Success and change nothing;
@@ -45,12 +46,13 @@ enum {
 enum {
 	OPT_CLIENTID = 1, OPT_SERVERID = 2, OPT_IA_NA = 3, OPT_IA_TA = 4,
 	OPT_IAADDR = 5, OPT_ORO = 6, OPT_ELAPSED = 8, OPT_STATUS = 13,
-	OPT_RAPID = 14, OPT_DNS = 23, OPT_DOMAINS = 24, OPT_FQDN = 39,
+	OPT_RAPID = 14, OPT_DNS = 23, OPT_DOMAINS = 24, OPT_IA_PD = 25,
+	OPT_IAPREFIX = 26, OPT_FQDN = 39,
 };
 
 /* Status codes */
 enum {
-	ST_SUCCESS = 0, ST_NOADDRS = 2, ST_NOTONLINK = 4,
+	ST_SUCCESS = 0, ST_NOADDRS = 2, ST_NOTONLINK = 4, ST_NOPREFIX = 6,
 };
 
 #define D6_PORT_CLIENT	546
@@ -70,6 +72,8 @@ struct d6_req {
 	unsigned int n_ia;
 	const uint8_t *ia[D6_IA_MAX];	/* IA_NA option bodies */
 	uint16_t ia_len[D6_IA_MAX];
+	unsigned int n_pd;
+	const uint8_t *pd[D6_IA_MAX];	/* IA_PD option bodies */
 };
 
 /* A reply being written. */
@@ -112,6 +116,9 @@ static bool opts_ok(const uint8_t *b, size_t len)
 		if (code == OPT_IAADDR &&
 		    (vlen < 24 || !opts_ok(v + 24, vlen - 24u)))
 			return false;
+		if (code == OPT_IAPREFIX &&
+		    (vlen < 25 || !opts_ok(v + 25, vlen - 25u)))
+			return false;
 	}
 	return r == 0;
 }
@@ -142,6 +149,13 @@ static bool take_opt(struct d6_req *r, uint16_t code, const uint8_t *v,
 			r->ia[r->n_ia] = v;
 			r->ia_len[r->n_ia++] = vlen;
 		}
+		return true;
+	case OPT_IA_PD:
+		if (vlen < 12 || !opts_ok(v + 12, vlen - 12u))
+			return false;
+		r->has_ia = true;
+		if (r->n_pd < D6_IA_MAX)
+			r->pd[r->n_pd++] = v;
 		return true;
 	case OPT_IA_TA:
 		r->has_ia = true;
@@ -214,6 +228,7 @@ static size_t status_put(uint8_t *p, uint16_t st)
 		[ST_SUCCESS] = "ok",
 		[ST_NOADDRS] = "no addresses available",
 		[ST_NOTONLINK] = "not on link",
+		[ST_NOPREFIX] = "no prefixes delegated",
 	};
 	size_t n = strlen(text[st]);
 
@@ -309,6 +324,22 @@ static void out_ia(const struct ctx *c, struct d6_out *o, const uint8_t *ia,
 	}
 }
 
+/* out_pd_none() - IA_PD for client IA_PD pd: no prefixes here. */
+static void out_pd_none(struct d6_out *o, const uint8_t *pd)
+{
+	size_t st = status_put(NULL, ST_NOPREFIX);
+	uint8_t *p = out_opt(o, OPT_IA_PD, NULL, 12 + 4 + st);
+
+	if (!p)
+		return;
+	memcpy(p, pd, 4);			/* IAID */
+	wr32(p + 4, 0);
+	wr32(p + 8, 0);
+	wr16(p + 12, OPT_STATUS);
+	wr16(p + 14, (uint16_t)st);
+	status_put(p + 16, ST_NOPREFIX);
+}
+
 /* oro_has() - did the client request option code? */
 static bool oro_has(const struct d6_req *r, uint16_t code)
 {
@@ -344,6 +375,20 @@ static void out_config(const struct ctx *c, const struct d6_req *r,
 		if ((n = dns_name_put(v + 1, sizeof(v) - 1, cf->fqdn)))
 			out_opt(o, OPT_FQDN, v, n + 1);
 	}
+}
+
+/* d6_name() - message type name for debug output. */
+static const char *d6_name(uint8_t type)
+{
+	static const char *const names[] = {
+		[SOLICIT] = "SOLICIT", [ADVERTISE] = "ADVERTISE",
+		[REQUEST] = "REQUEST", [CONFIRM] = "CONFIRM",
+		[RENEW] = "RENEW", [REBIND] = "REBIND", [REPLY] = "REPLY",
+		[RELEASE] = "RELEASE", [DECLINE] = "DECLINE",
+		[INFORMATION_REQUEST] = "INFORMATION-REQUEST",
+	};
+
+	return type < ARRAY_SIZE(names) && names[type] ? names[type] : "?";
 }
 
 /* server_id_ok() - the message names us as its server. */
@@ -419,10 +464,14 @@ static enum drop_reason d6_reply(struct ctx *c, const struct pkt *p,
 		out_opt(&o, OPT_RAPID, NULL, 0);
 	for (i = 0; ias && i < r->n_ia; i++)
 		out_ia(c, &o, r->ia[i], r->ia_len[i], i == 0);
+	for (i = 0; ias && i < r->n_pd; i++)
+		out_pd_none(&o, r->pd[i]);
 	if (config)
 		out_config(c, r, &o);
 	if (o.full)
 		return DROP_DHCP6_MALFORMED;	/* absurdly many addresses */
+	debug("DHCPv6: %s (%u IA_NA, %u IA_PD) answered with %s",
+	      d6_name(r->type), r->n_ia, r->n_pd, d6_name(type));
 
 	wr16(l4, D6_PORT_SERVER);
 	wr16(l4 + 2, D6_PORT_CLIENT);

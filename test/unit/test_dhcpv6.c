@@ -293,6 +293,42 @@ TEST(dhcpv6_renew_old_address_and_second_ia)
 	test_ctx_free(c);
 }
 
+TEST(dhcpv6_prefix_delegation_refused)
+{
+	struct ctx *c = test_ctx();
+	const uint8_t *pd, *st;
+	uint8_t v[12 + 4 + 25] = { 0, 0, 0, 9 };
+	uint16_t pl, sl;
+	struct msg m;
+	struct rep r;
+
+	wr16(v + 12, 26);			/* IA Prefix hint: ::/56 */
+	wr16(v + 14, 25);
+	v[16 + 8] = 56;
+	msg_init(&m, 1);
+	msg_ids(&m, false);
+	msg_ia(&m, 1, NULL);
+	msg_opt(&m, 25, v, sizeof(v));
+	send_msg(c, &m);
+	CHECK(get_reply(c, 0, &r));
+	CHECK(top(&r, 3, &pl));
+	CHECK((pd = top(&r, 25, &pl)));
+	CHECK_EQ(rd32(pd), 9);
+	CHECK(!find(pd + 12, pl - 12, 26, 0, &sl));
+	CHECK((st = find(pd + 12, pl - 12, 13, 0, &sl)));
+	CHECK_EQ(rd16(st), 6);				/* NoPrefixAvail */
+	test_tx_reset(c);
+
+	wr16(v + 14, 24);				/* prefix short */
+	msg_init(&m, 1);
+	msg_ids(&m, false);
+	msg_opt(&m, 25, v, 12 + 4 + 24);
+	send_msg(c, &m);
+	CHECK_EQ(test_tx_n(c), 0);
+	CHECK_EQ(c->stats.drops[DROP_DHCP6_MALFORMED], 1);
+	test_ctx_free(c);
+}
+
 TEST(dhcpv6_no_address_configured)
 {
 	struct ctx *c = test_ctx();
