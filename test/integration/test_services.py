@@ -19,6 +19,7 @@ from conftest import require, wait_for
 
 DNS4, DNS6 = "198.51.100.53", "2001:db8::53"
 SEARCH = ["example.test", "corp.example"]
+MAC = "9a:55:00:00:00:01"                       # ferry's, --mac-addr
 RESOLV = f"nameserver {DNS4}\nnameserver {DNS6}\nsearch {' '.join(SEARCH)}\n"
 
 
@@ -48,7 +49,7 @@ def guest(ferry_ns, tmp_path, monkeypatch):
                     f"{resolv} {conftest.FERRY} \"$@\"\n")
     wrap.chmod(0o755)
     monkeypatch.setattr(conftest, "FERRY", str(wrap))
-    f = ferry_ns(args=["-d"], config_net=False)
+    f = ferry_ns(args=["-d", "--mac-addr", MAC], config_net=False)
     links = json.loads(f.guest(["ip", "-j", "link"]).stdout)
     names = [l["ifname"] for l in links if l["ifname"] != "lo"]
     assert len(names) == 1, f"guest interfaces: {names}"
@@ -130,30 +131,73 @@ def test_dhclient6_gets_address_and_dns(guest, tmp_path):
     assert int(env["new_max_life"]) == 0xffffffff
 
 
+def addrs6(guest):
+    """The guest interface's IPv6 addr_info entries."""
+    out = json.loads(guest.guest(["ip", "-6", "-j", "addr", "show", "dev",
+                                  guest.ifname]).stdout)
+    return [a for link in out for a in link.get("addr_info", [])]
+
+
+def slaac_addr(guest):
+    """A /64 address in 2001:db8::/64 that DAD has finished with, if any."""
+    net = ipaddress.ip_network("2001:db8::/64")
+    for a in addrs6(guest):
+        if ipaddress.ip_address(a["local"]) in net and \
+                a.get("prefixlen") == 64 and not a.get("tentative"):
+            return a
+    return None
+
+
+def default_route(guest):
+    out = json.loads(guest.guest(["ip", "-6", "-j", "route", "show",
+                                  "default"]).stdout)
+    return out[0] if out else None
+
+
 def test_slaac_address_and_default_route(guest):
     ifn = guest.ifname
     guest.guest(["sysctl", "-qw", f"net.ipv6.conf.{ifn}.accept_ra=1"])
     guest.guest(["ip", "link", "set", ifn, "up"])
-    net = ipaddress.ip_network("2001:db8::/64")
-
-    def slaac_addr():
-        out = json.loads(guest.guest(["ip", "-6", "-j", "addr", "show", "dev",
-                                      ifn, "scope", "global"]).stdout)
-        for link in out:
-            for a in link.get("addr_info", []):
-                if ipaddress.ip_address(a["local"]) in net and \
-                        a.get("prefixlen") == 64:
-                    return a["local"]
-        return None
-
-    def default_route():
-        out = json.loads(guest.guest(["ip", "-6", "-j", "route", "show",
-                                      "default"]).stdout)
-        return out[0] if out else None
-
-    addr = wait_for(slaac_addr, 15, "a SLAAC address in 2001:db8::/64")
+    addr = wait_for(lambda: slaac_addr(guest), 15,
+                    "a SLAAC address in 2001:db8::/64")["local"]
     assert addr != "2001:db8::2"              # autoconfigured, not leased
-    route = wait_for(default_route, 15, "a default route from the RA")
+    route = wait_for(lambda: default_route(guest), 15,
+                     "a default route from the RA")
     assert route["gateway"] == "fe80::1"      # our router address
     assert route["protocol"] == "ra"
     assert route["dev"] == ifn
+
+
+def test_dad_never_answered_for_guest_addresses(guest):
+    """With duplicate address detection on, the guest's link-local and
+    SLAAC addresses must come out of DAD unclaimed."""
+    ifn = guest.ifname
+    guest.guest(["sysctl", "-qw", f"net.ipv6.conf.{ifn}.accept_dad=1"])
+    guest.guest(["sysctl", "-qw", f"net.ipv6.conf.{ifn}.accept_ra=1"])
+    guest.guest(["ip", "link", "set", ifn, "up"])
+    wait_for(lambda: slaac_addr(guest), 20, "SLAAC address through DAD")
+    for a in addrs6(guest):
+        assert not a.get("dadfailed"), a
+    assert any(a.get("scope") == "link" and not a.get("tentative")
+               for a in addrs6(guest))
+
+
+def test_neighbours_resolve_to_ferry(guest):
+    """The router (from the RA's source link-layer option) and an on-link
+    global address (by solicitation) both resolve to ferry's MAC."""
+    ifn = guest.ifname
+    guest.guest(["sysctl", "-qw", f"net.ipv6.conf.{ifn}.accept_ra=1"])
+    guest.guest(["ip", "link", "set", ifn, "up"])
+    wait_for(lambda: default_route(guest), 15, "a default route from the RA")
+
+    def neigh(addr):
+        guest.guest(["ping", "-6", "-c1", "-W1", addr], check=False)
+        out = json.loads(guest.guest(["ip", "-6", "-j", "neigh", "show",
+                                      addr, "dev", ifn]).stdout)
+        ok = [n for n in out if n.get("lladdr") == MAC and
+              "FAILED" not in n.get("state", []) and
+              "INCOMPLETE" not in n.get("state", [])]
+        return ok[0] if ok else None
+
+    wait_for(lambda: neigh("fe80::1"), 10, "fe80::1 resolved")
+    wait_for(lambda: neigh("2001:db8::1"), 10, "2001:db8::1 resolved")
