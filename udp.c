@@ -584,6 +584,23 @@ struct udp_rxb {
 	} cb[UDP_BATCH];
 };
 
+/* udp_discard() - no guest to deliver to (vm mode between clients):
+ * read and drop a batch, so a readable socket cannot spin the loop. */
+static void udp_discard(struct ctx *c, int fd, struct udp_rxb *b)
+{
+	int i, r;
+
+	for (i = 0; i < UDP_BATCH; i++) {
+		b->iov[i].iov_base = c->udp.scratch;
+		b->iov[i].iov_len = 1;
+		b->mm[i].msg_hdr = (struct msghdr){ .msg_iov = &b->iov[i],
+						    .msg_iovlen = 1 };
+	}
+	r = recvmmsg(fd, b->mm, UDP_BATCH, MSG_DONTWAIT, NULL);
+	for (i = 0; i < r; i++)
+		drop(c, DROP_LINK_DOWN);
+}
+
 /* udp_rxb_recv() - reserve guest frames for family v6 and receive up to
  * UDP_BATCH datagrams from fd, each payload right after its frame's
  * headers (with sender and pktinfo when meta), lens[i] its length.
@@ -600,8 +617,10 @@ static unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 
 	*full = false;
 	n = tap_tx_reserve_many(c, hl + pmax, b->frames, UDP_BATCH);
-	if (!n)
+	if (!n) {
+		udp_discard(c, fd, b);
 		return 0;
+	}
 	for (i = 0; i < n; i++) {
 		b->iov[i].iov_base = b->frames[i] + hl;
 		b->iov[i].iov_len = pmax;

@@ -515,3 +515,30 @@ TEST(udp_tx_many_contiguous)
 	CHECK(tx->buf[tx->f[1].off] == 'c' && tx->buf[tx->f[1].off + 19] == 'c');
 	udp_ctx_free(c);
 }
+
+/* No guest connected: datagrams are read and dropped, never left to
+ * keep the socket readable (which would spin the event loop). */
+TEST(udp_link_down_drains)
+{
+	struct ctx *c = udp_ctx();
+	struct sockaddr_in to = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				  .sin_port = htons(41200) };
+	struct epoll_event ev;
+	uint16_t hp;
+	int h = host_sock(false, &hp), i;
+
+	CHECK(h >= 0);
+	guest_udp(c, false, GUEST4, 41200, GW4, hp, "x", 1);
+	c->link.up = false;
+	for (i = 0; i < 3; i++)
+		CHECK(sendto(h, "y", 1, 0, (struct sockaddr *)&to,
+			     sizeof(to)) == 1);
+	CHECK(epoll_wait(c->epfd, &ev, 1, 2000) == 1);
+	udp_sock_handler(c, ev.data.u64, ev.events);
+	CHECK_EQ(c->stats.drops[DROP_LINK_DOWN], 3);
+	CHECK_EQ(epoll_wait(c->epfd, &ev, 1, 0), 0);
+	c->link.up = true;
+	close(h);
+	udp_ctx_free(c);
+}
