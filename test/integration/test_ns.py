@@ -194,3 +194,31 @@ def test_join_existing_namespace(tmp_path, holder, how):
         if f.poll() is None:
             f.kill()
             f.wait()
+
+
+def test_join_netns_path_quits_when_removed(tmp_path):
+    """--netns PATH (a bind-mounted namespace, as "ip netns add" makes):
+    netns-only join; ferry quits when the path is removed (inotify)."""
+    require("nsenter")
+    ns = tmp_path / "fns"
+    ns.touch()
+    run(["unshare", f"--net={ns}", "true"])
+    f = start_join(tmp_path, ["--netns", str(ns)])
+    try:
+        def tap_addrs():
+            r = subprocess.run(["nsenter", f"--net={ns}", "ip", "-j", "addr",
+                                "show", TAP], capture_output=True, text=True)
+            if f.poll() is not None:
+                raise AssertionError("ferry exited early")
+            return (addrs(json.loads(r.stdout)[0], "inet")
+                    if r.returncode == 0 and r.stdout.strip() else None)
+        assert wait_for(tap_addrs, 10, "the tap") == {(HOST4, 24)}
+        run(["umount", str(ns)])
+        assert f.poll() is None
+        ns.unlink()				# like "ip netns del"
+        assert f.wait(timeout=20) == 0
+    finally:
+        if f.poll() is None:
+            f.kill()
+            f.wait()
+        subprocess.run(["umount", str(ns)], capture_output=True)
