@@ -205,11 +205,11 @@ static void resolv_search(struct conf *c, char *rest)
 }
 
 /* derive_resolv() - nameservers and search list from path, for what the
- * command line did not give. */
+ * command line did not give (-D/-S, or "none" for either). */
 static void derive_resolv(struct conf *c, const char *path)
 {
-	bool want_dns = !c->ip4.dns_count && !c->ip6.dns_count;
-	bool want_search = !c->search_count;
+	bool want_dns = !c->no_dns && !c->ip4.dns_count && !c->ip6.dns_count;
+	bool want_search = !c->no_search && !c->search_count;
 	char line[1024];
 	FILE *f;
 
