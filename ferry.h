@@ -77,6 +77,9 @@ struct ctx {
 	int pcap_fd;			/* -1 when not capturing */
 	int sigfd;
 	int child_pidfd;		/* ns mode: the command we started */
+	int ns_user_fd, ns_net_fd;	/* ns mode: guest namespaces (ns_call),
+					 * user -1: not entered; valid once
+					 * ns_start() attached the tap */
 	pid_t child_pid;
 	bool quit;
 	int exit_code;

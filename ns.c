@@ -24,15 +24,18 @@
  *   directory (as "ip netns del" does), watched with inotify on the
  *   directory. Both are the EREF_CHILD event.
  *
- * The tap device and a NETLINK_ROUTE socket are opened *inside* the
- * guest's namespace by a short-lived helper task: clone() with CLONE_VM |
- * CLONE_FILES | CLONE_VFORK (not CLONE_THREAD, not CLONE_FS, which setns
- * into a user namespace forbids). The helper setns()es into the guest's
- * user namespace first (giving it CAP_SYS_ADMIN there, which entering the
- * network namespace needs), then into the network namespace, opens
- * /dev/net/tun (IFF_TAP | IFF_NO_PI) and the netlink socket, and exits.
- * Through CLONE_FILES both fds are ferry's; both stay bound to the guest
- * namespace. ferry then configures the guest over that netlink socket:
+ * Work inside the guest's namespace is done by a short-lived helper task
+ * (ns_call(), also for other modules that need sockets there): clone()
+ * with CLONE_VM | CLONE_FILES | CLONE_VFORK (not CLONE_THREAD, not
+ * CLONE_FS, which setns into a user namespace forbids). The helper
+ * setns()es into the guest's user namespace first (giving it
+ * CAP_SYS_ADMIN there, which entering the network namespace needs), then
+ * into the network namespace, runs its job and exits; fds it opens are
+ * ferry's through CLONE_FILES and stay bound to the guest namespace. The
+ * namespace fds stay open in struct ctx for later calls.
+ *
+ * The first job opens /dev/net/tun (IFF_TAP | IFF_NO_PI, DAD off on it)
+ * and a NETLINK_ROUTE socket; ferry configures the guest over it:
  *
  *   always          lo up (as pasta: binding loopback needs it); the
  *                   tap's MAC (--ns-mac-addr if given) is read back and
@@ -71,10 +74,8 @@
 #define HELPER_STACK	(256 << 10)
 #define LO_IFINDEX	1		/* loopback is 1 in every namespace */
 
-/* What the helper task needs and reports (shared memory: CLONE_VM). */
-struct ns_helper {
-	int userns_fd;			/* -1: stay in ferry's user ns */
-	int netns_fd;
+/* What ns_tap_open() needs and reports (shared memory: CLONE_VM). */
+struct ns_tap {
 	const char *ifname;
 	int tap_fd, nl_fd;		/* results, -1 on failure */
 	unsigned int ifindex;
@@ -83,93 +84,126 @@ struct ns_helper {
 	int err;
 };
 
+/* The helper task's job: namespaces to enter, then fn(arg). */
+struct ns_task {
+	int userns_fd, netns_fd;
+	int (*fn)(void *arg);
+	void *arg;
+	int rc;
+};
+
 static int pidfd_open_(pid_t pid)
 {
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-/* helper_fail() - record which step failed (errno) for the parent. */
-static int helper_fail(struct ns_helper *h, const char *what)
+/* ns_task_fn() - the helper task: enter the guest's user namespace (if
+ * any: that gives CAP_SYS_ADMIN there), then its network namespace, then
+ * run the job. */
+static int ns_task_fn(void *arg)
 {
-	h->failed = what;
-	h->err = errno;
-	return 1;
-}
+	struct ns_task *t = arg;
 
-/* ns_helper_fn() - the helper task: enter the guest namespaces, open the
- * tap device and a netlink socket there (see top). System calls only. */
-static int ns_helper_fn(void *arg)
-{
-	struct ns_helper *h = arg;
-	char path[sizeof("/proc/sys/net/ipv6/conf//accept_dad") + IFNAMSIZ];
-	struct ifreq ifr;
-	int fd, dad;
-
-	if (h->userns_fd >= 0 && setns(h->userns_fd, CLONE_NEWUSER))
-		return helper_fail(h, "entering the user namespace");
-	if (setns(h->netns_fd, CLONE_NEWNET))
-		return helper_fail(h, "entering the network namespace");
-	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return helper_fail(h, "opening /dev/net/tun");
-	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-	str_copy(ifr.ifr_name, h->ifname, IFNAMSIZ);
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
-		helper_fail(h, "creating the tap device");
-		close(fd);
+	if (t->userns_fd >= 0 && setns(t->userns_fd, CLONE_NEWUSER)) {
+		t->rc = -errno;
 		return 1;
 	}
-	str_copy(h->name, ifr.ifr_name, IFNAMSIZ);
-	h->ifindex = if_nametoindex(h->name);
-	if (!h->ifindex) {
-		helper_fail(h, "finding the tap device");
-		close(fd);
+	if (setns(t->netns_fd, CLONE_NEWNET)) {
+		t->rc = -errno;
 		return 1;
 	}
-	/* The guest's link-local address needs no duplicate detection:
-	 * ferry is the only other node on the link. Best effort. */
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/accept_dad",
-		 h->name);
-	if ((dad = open(path, O_WRONLY | O_CLOEXEC)) >= 0) {
-		if (write(dad, "0", 1) < 0)
-			h->err = 0;
-		close(dad);
-	}
-	h->nl_fd = nl_open();
-	if (h->nl_fd < 0) {
-		errno = -h->nl_fd;
-		helper_fail(h, "opening netlink in the namespace");
-		close(fd);
-		return 1;
-	}
-	h->tap_fd = fd;
+	t->rc = t->fn(t->arg);
 	return 0;
 }
 
-/* ns_helper_run() - run the helper task to completion; dies on failure. */
-static void ns_helper_run(struct ns_helper *h)
+/* ns_task_run() - run fn(arg) in a helper task inside the namespaces and
+ * wait for it. Returns fn's result, or -errno if entering failed. */
+static int ns_task_run(int userns_fd, int netns_fd, int (*fn)(void *),
+		       void *arg)
 {
+	struct ns_task t = { userns_fd, netns_fd, fn, arg, -ECHILD };
 	uint8_t *stack;
 	pid_t pid;
 	int st;
 
-	h->tap_fd = h->nl_fd = -1;
 	stack = mmap(NULL, HELPER_STACK, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
-		die("cannot allocate the helper stack");
-	pid = clone(ns_helper_fn, stack + HELPER_STACK,
-		    CLONE_VM | CLONE_FILES | CLONE_VFORK | SIGCHLD, h);
+		return -ENOMEM;
+	pid = clone(ns_task_fn, stack + HELPER_STACK,
+		    CLONE_VM | CLONE_FILES | CLONE_VFORK | SIGCHLD, &t);
 	if (pid < 0)
-		die("clone: %s", strerror(errno));
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+		t.rc = -errno;
+	else
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
 	munmap(stack, HELPER_STACK);
-	if (h->failed)
-		die("namespace helper: %s: %s", h->failed, strerror(h->err));
-	if (h->tap_fd < 0)
-		die("namespace helper failed (status %d)", st);
+	return t.rc;
+}
+
+int ns_call(const struct ctx *c, int (*fn)(void *arg), void *arg)
+{
+	/* The fds are only meaningful once ns_start() has attached the tap. */
+	if (c->conf.mode != MODE_NS || c->link.fd < 0)
+		return -ENOENT;
+	return ns_task_run(c->ns_user_fd, c->ns_net_fd, fn, arg);
+}
+
+/* tap_fail() - record which step failed (errno) for the parent. */
+static int tap_fail(struct ns_tap *h, const char *what)
+{
+	h->failed = what;
+	h->err = errno;
+	return -errno;
+}
+
+/* ns_tap_no_dad() - the guest's link-local address needs no duplicate
+ * detection: ferry is the only other node on the link. Best effort. */
+static void ns_tap_no_dad(const char *ifname)
+{
+	char path[sizeof("/proc/sys/net/ipv6/conf//accept_dad") + IFNAMSIZ];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/accept_dad",
+		 ifname);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) >= 0) {
+		if (write(fd, "0", 1) < 0)
+			debug("cannot disable DAD on %s", ifname);
+		close(fd);
+	}
+}
+
+/* ns_tap_open() - in the guest namespace (via ns_task_run()): create the
+ * tap device and open a netlink socket (see top). */
+static int ns_tap_open(void *arg)
+{
+	struct ns_tap *h = arg;
+	struct ifreq ifr;
+	int fd;
+
+	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return tap_fail(h, "opening /dev/net/tun");
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	str_copy(ifr.ifr_name, h->ifname, IFNAMSIZ);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0 ||
+	    !(h->ifindex = if_nametoindex(ifr.ifr_name))) {
+		tap_fail(h, "creating the tap device");
+		close(fd);
+		return -h->err;
+	}
+	str_copy(h->name, ifr.ifr_name, IFNAMSIZ);
+	ns_tap_no_dad(h->name);
+	h->nl_fd = nl_open();
+	if (h->nl_fd < 0) {
+		errno = -h->nl_fd;
+		tap_fail(h, "opening netlink in the namespace");
+		close(fd);
+		return -h->err;
+	}
+	h->tap_fd = fd;
+	return 0;
 }
 
 /* same_ns() - fd refers to the namespace of ours at /proc/self/ns/name. */
@@ -471,17 +505,18 @@ void ns_start(struct ctx *c)
 {
 	union eref lref = { .type = EREF_LINK }, cref = { .type = EREF_CHILD };
 	bool join = c->conf.ns_pid || c->conf.netns_path[0];
-	struct ns_helper h = { .ifname = c->conf.ns_ifname };
-	int go = -1;
+	struct ns_tap h = { .ifname = c->conf.ns_ifname, -1, -1 };
+	int go = -1, rc;
 
 	if (join)
-		ns_join(c, &h.userns_fd, &h.netns_fd);
+		ns_join(c, &c->ns_user_fd, &c->ns_net_fd);
 	else
-		go = ns_spawn(c, &h.userns_fd, &h.netns_fd);
-	ns_helper_run(&h);
-	if (h.userns_fd >= 0)
-		close(h.userns_fd);
-	close(h.netns_fd);
+		go = ns_spawn(c, &c->ns_user_fd, &c->ns_net_fd);
+	rc = ns_task_run(c->ns_user_fd, c->ns_net_fd, ns_tap_open, &h);
+	if (h.failed)
+		die("namespace helper: %s: %s", h.failed, strerror(h.err));
+	if (rc)
+		die("cannot enter the guest namespace: %s", strerror(-rc));
 
 	ns_configure(c, h.nl_fd, h.ifindex, h.name);
 	tap_attach(c, &link_tapdev_ops, h.tap_fd);

@@ -10,6 +10,12 @@ struct ctx;
  * create the tap device there, configure it (--config-net), attach it as
  * the guest link and start the command. Exits with a message on failure. */
 void ns_start(struct ctx *c);
+/* ns_call() - run fn(arg) in a helper task inside the guest's user and
+ * network namespaces (ns mode, after ns_start()): sockets it opens are
+ * ferry's (shared fd table) and stay in the guest namespace; it shares
+ * ferry's memory, and ferry waits for it. Returns fn's result, or -errno
+ * (-ENOENT outside ns mode, or if entering the namespaces failed). */
+int ns_call(const struct ctx *c, int (*fn)(void *arg), void *arg);
 /* ns_child_handler() - the command exited or the joined namespace went
  * away: sets c->quit and c->exit_code. */
 void ns_child_handler(struct ctx *c, uint32_t events);
