@@ -300,7 +300,7 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 	struct flow *fl;
 	int s;
 
-	if (!nat_outbound(c, &dst)) {
+	if (!nat_outbound_l4(c, &dst, k->pb)) {
 		tcp_rst_reply(c, p);
 		return p->is_v6 ? DROP_IP6_DST : DROP_IP4_DST;
 	}
