@@ -874,31 +874,46 @@ fail:
 	return rc;
 }
 
+/* udp_listen_port() - a forwarded port's sockets, per family enabled and
+ * allowed by its bind address (fwd_port_bind()). Returns 0 or -errno. */
+static int udp_listen_port(struct ctx *c, const struct fwd_bind *b,
+			   uint16_t port)
+{
+	const char *ifn = b->ifname[0] ? b->ifname : NULL;
+	bool any_addr = !b->has_addr4 && !b->has_addr6;
+	int rc4 = 0, rc6 = 0;
+	union inany a;
+
+	if (c->conf.ip4.enabled && (any_addr || b->has_addr4)) {
+		inany_from4(&a, b->has_addr4 ? b->addr4 : (struct in_addr){ 0 });
+		rc4 = udp_listen_one(c, &a, port, ifn);
+	}
+	if (c->conf.ip6.enabled && (any_addr || b->has_addr6)) {
+		inany_from6(&a, b->has_addr6 ? &b->addr6 : &in6addr_any);
+		rc6 = udp_listen_one(c, &a, port, ifn);
+	}
+	return rc4 ? rc4 : rc6;
+}
+
 void udp_listen_init(struct ctx *c)
 {
 	const struct fwd_spec *f = &c->conf.udp_in;
-	const char *ifn = f->ifname[0] ? f->ifname : NULL;
-	bool any_addr = !f->has_addr4 && !f->has_addr6;
-	union inany a4, a6;
 	unsigned int port;
 
-	inany_from4(&a4, f->has_addr4 ? f->addr4 : (struct in_addr){ 0 });
-	inany_from6(&a6, f->has_addr6 ? &f->addr6 : &in6addr_any);
+	/* "auto" would follow the guest's bound ports: not yet. */
 	if (f->mode == FWD_NONE || f->mode == FWD_AUTO)
 		return;
 	for (port = 1; port < 65536; port++) {
-		int rc4 = 0, rc6 = 0;
+		int rc;
 
 		if (!fwd_port_set(f, (uint16_t)port))
 			continue;
-		if (c->conf.ip4.enabled && (any_addr || f->has_addr4))
-			rc4 = udp_listen_one(c, &a4, (uint16_t)port, ifn);
-		if (c->conf.ip6.enabled && (any_addr || f->has_addr6))
-			rc6 = udp_listen_one(c, &a6, (uint16_t)port, ifn);
-		if ((rc4 || rc6) && f->mode != FWD_ALL)
+		rc = udp_listen_port(c, fwd_port_bind(f, (uint16_t)port),
+				     (uint16_t)port);
+		if (rc && f->mode != FWD_ALL)
 			warn("udp: cannot forward port %u: %s", port,
-			     strerror(-(rc4 ? rc4 : rc6)));
-		if (rc4 == -EMFILE || rc6 == -EMFILE)
+			     strerror(-rc));
+		if (rc == -EMFILE)
 			break;
 	}
 }

@@ -255,6 +255,24 @@ def test_udp_forwarded_many_clients_one_port(ferry_ns):
         srv.wait()
 
 
+def test_udp_forwarded_bind_address(ferry_ns):
+    """-u 127.0.0.1/31020 -u 31021: the first port listens on host
+    loopback only, the second on every address."""
+    f = ferry_ns(args=["-u", "127.0.0.1/31020", "-u", "31021"])
+    srv = guest_server(f, [31020, 31021])
+    try:
+        assert host_query("127.0.0.1", 31020, b"a")[0] == b"echo:31020:a"
+        with pytest.raises((ConnectionRefusedError, socket.timeout)):
+            host_query(HOST4, 31020, b"b", timeout=1)
+        with pytest.raises((ConnectionRefusedError, socket.timeout)):
+            host_query("::1", 31020, b"c", timeout=1)
+        assert host_query(HOST4, 31021, b"d")[0] == b"echo:31021:d"
+        assert host_query("::1", 31021, b"e")[0] == b"echo:31021:e"
+    finally:
+        srv.kill()
+        srv.wait()
+
+
 GUEST_REFUSED = r'''
 import socket, sys
 ai = socket.getaddrinfo(sys.argv[1], int(sys.argv[2]), 0, socket.SOCK_DGRAM)[0]

@@ -453,8 +453,9 @@ TEST(udp_forwarded_port_range)
 
 	CHECK(p0 && p1 && p0 != p1);
 	spec->mode = FWD_SPEC;
-	spec->has_addr4 = true;
-	spec->addr4.s_addr = htonl(INADDR_LOOPBACK);
+	spec->binds[0].has_addr4 = true;
+	spec->binds[0].addr4.s_addr = htonl(INADDR_LOOPBACK);
+	spec->nbinds = 1;
 	for (i = 0; i < 2; i++) {
 		spec->map[ports[i] / 64] |= 1ULL << (ports[i] % 64);
 		spec->delta[ports[i]] = (uint16_t)(5000 + i - ports[i]);
