@@ -1,0 +1,441 @@
+"""Helpers for the VM-mode tests (test_vm.py): `ferry vm`, a stream client
+speaking qemu's socket protocol from Python, frame builders, small host
+servers, and booting the real test guest (test/guest/run.sh).
+
+The stream protocol: each Ethernet frame travels as a 4-byte big-endian
+length followed by the frame (qemu's -netdev stream/socket). StreamClient
+checks every length it receives: a framing error anywhere in what ferry
+sends fails the test at once.
+"""
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from conftest import FERRY, ROOT, Ferry, wait_for
+
+GUEST_DIR = ROOT / "test" / "guest"
+FRAME_MAX = 14 + 40 + 65535		# pkt.h: Ethernet + IPv6 + 64 KiB
+GUEST_MAC = bytes.fromhex("525400123456")
+BCAST = b"\xff" * 6
+
+
+class FramingError(AssertionError):
+    pass
+
+
+class FerryVM(Ferry):
+    """A running `ferry vm -f` (or argv0 as given) on a UNIX socket;
+    stop() is conftest.Ferry's."""
+
+    def __init__(self, tmp, args=(), socket_path=True, argv0=None,
+                 pass_fds=(), foreground=True):
+        self.tmp = Path(tmp)
+        self.sock = str(self.tmp / "ferry.sock") if socket_path is True \
+            else socket_path
+        self.logpath = self.tmp / "ferry.out"
+        argv = [argv0] if argv0 else [FERRY, "vm"]
+        if foreground:
+            argv.append("-f")
+        if self.sock:
+            argv += ["-s", self.sock]
+        self.argv = argv + list(args)
+        self.log = open(self.logpath, "w")
+        self.proc = subprocess.Popen(
+            self.argv, stdout=self.log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, pass_fds=pass_fds)
+        if self.sock:
+            wait_for(self._listening, 10, f"ferry listening on {self.sock}")
+
+    def _listening(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"ferry exited early ({self.proc.returncode})"
+                                 f":\n{self.output()}")
+        return os.path.exists(self.sock) and _is_socket(self.sock)
+
+    def output(self):
+        if not self.log.closed:
+            self.log.flush()
+        return self.logpath.read_text(errors="replace")
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def wait_exit(self, timeout=10):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"ferry still running after {timeout}s:\n"
+                                 + self.output())
+
+    def stats(self):
+        """Drop counters from the exit statistics: {reason: count}."""
+        return {m.group(1): int(m.group(2)) for m in
+                re.finditer(r"stats: drop (\S+) (\d+)", self.output())}
+
+
+def _is_socket(path):
+    import stat
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+class StreamClient:
+    """A qemu stand-in: length-prefixed Ethernet frames on a stream socket."""
+
+    def __init__(self, path=None, sock=None, rcvbuf=None):
+        if sock is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            if rcvbuf:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            sock.connect(path)
+        elif rcvbuf:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.s = sock
+        self.buf = b""
+        self.pending = []		# parsed, not yet taken by wait_frame
+        self.frames_seen = 0
+        self.eof = False
+
+    def close(self):
+        self.s.close()
+
+    def send_frame(self, frame):
+        self.s.sendall(struct.pack(">I", len(frame)) + frame)
+
+    def send_raw(self, data):
+        self.s.sendall(data)
+
+    def _parse(self):
+        out = []
+        while len(self.buf) >= 4:
+            n = struct.unpack(">I", self.buf[:4])[0]
+            if n < 14 or n > FRAME_MAX:
+                raise FramingError(f"frame {self.frames_seen}: bad length "
+                                   f"{n} (next bytes {self.buf[4:20].hex()})")
+            if len(self.buf) < 4 + n:
+                break
+            out.append(self.buf[4:4 + n])
+            self.buf = self.buf[4 + n:]
+            self.frames_seen += 1
+        return out
+
+    def recv_some(self, timeout, bufsize=65536):
+        """Frames that arrive within timeout (at least one read)."""
+        self.s.settimeout(timeout)
+        try:
+            d = self.s.recv(bufsize)
+        except socket.timeout:
+            return []
+        if not d:
+            self.eof = True
+            return []
+        self.buf += d
+        return self._parse()
+
+    def wait_frame(self, pred, timeout=5.0, what="frame"):
+        """Read frames until pred(frame) is true; return that frame."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while self.pending:
+                f = self.pending.pop(0)
+                if pred(f):
+                    return f
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {what} within {timeout}s")
+            self.pending += self.recv_some(left)
+            if self.eof:
+                raise AssertionError(f"ferry closed the stream waiting for "
+                                     f"{what}")
+
+    def wait_closed(self, timeout=5.0):
+        """True once ferry closes the connection (framing still checked)."""
+        deadline = time.monotonic() + timeout
+        while not self.eof and time.monotonic() < deadline:
+            try:
+                self.recv_some(max(0.01, deadline - time.monotonic()))
+            except (ConnectionResetError, BrokenPipeError):
+                self.eof = True
+        return self.eof
+
+
+def ip4(a):
+    return socket.inet_aton(a)
+
+
+def arp_request(target, sender="198.51.100.2", mac=GUEST_MAC):
+    """Broadcast ARP who-has target from (mac, sender)."""
+    arp = struct.pack(">HHBBH", 1, 0x0800, 6, 4, 1) + mac + ip4(sender) + \
+        b"\0" * 6 + ip4(target)
+    return BCAST + mac + b"\x08\x06" + arp
+
+
+def arp_reply_for(frame, target, mac=GUEST_MAC):
+    """The ARP reply's sender MAC if frame answers who-has target to mac."""
+    if len(frame) < 42 or frame[12:14] != b"\x08\x06":
+        return None
+    op = struct.unpack(">H", frame[20:22])[0]
+    if op != 2 or frame[28:32] != ip4(target) or frame[32:38] != mac:
+        return None
+    return frame[22:28]
+
+
+def is_arp_reply(target, mac=GUEST_MAC):
+    return lambda f: arp_reply_for(f, target, mac) is not None
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f">{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def dhcp_discover(mac=GUEST_MAC, xid=0x1234abcd, prl=(1, 3, 6, 12, 15, 26)):
+    """A broadcast DHCPDISCOVER from mac asking for the options in prl."""
+    bootp = struct.pack(">BBBBIHH", 1, 1, 6, 0, xid, 0, 0x8000) + \
+        b"\0" * 16 + mac + b"\0" * 10 + b"\0" * 192 + b"\x63\x82\x53\x63"
+    opts = bytes([53, 1, 1, 55, len(prl)]) + bytes(prl) + b"\xff"
+    udp_payload = bootp + opts
+    udp = struct.pack(">HHHH", 68, 67, 8 + len(udp_payload), 0) + udp_payload
+    iph = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17,
+                      0, b"\0" * 4, b"\xff" * 4)
+    iph = iph[:10] + struct.pack(">H", csum(iph)) + iph[12:]
+    return BCAST + mac + b"\x08\x00" + iph + udp
+
+
+def dhcp_parse(frame, xid=0x1234abcd):
+    """(yiaddr, {option: bytes}) of a DHCP reply in frame with xid, or None."""
+    if len(frame) < 14 + 20 + 8 + 240 or frame[12:14] != b"\x08\x00":
+        return None
+    ihl = (frame[14] & 15) * 4
+    if frame[23] != 17:
+        return None
+    u = 14 + ihl
+    if struct.unpack(">H", frame[u:u + 2])[0] != 67:
+        return None
+    b = frame[u + 8:]
+    if b[0] != 2 or struct.unpack(">I", b[4:8])[0] != xid:
+        return None
+    opts, pos = {}, 240
+    while pos < len(b) and b[pos] != 255:
+        if b[pos] == 0:
+            pos += 1
+            continue
+        n = b[pos + 1]
+        opts[b[pos]] = b[pos + 2:pos + 2 + n]
+        pos += 2 + n
+    return socket.inet_ntoa(b[16:20]), opts
+
+
+# ---------------------------------------------------------------- host side
+
+class Servers:
+    """Small host servers in threads, stopped together."""
+
+    def __init__(self):
+        self.threads = []
+        self.socks = []
+        self.results = {}
+        self.stop_ev = threading.Event()
+
+    def _thread(self, fn, *args):
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def tcp(self, port, handler, host="127.0.0.1"):
+        """Accept connections on host:port; handler(conn) per connection."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        s.listen(4)
+        s.settimeout(0.2)
+        self.socks.append(s)
+
+        def loop():
+            while not self.stop_ev.is_set():
+                try:
+                    conn, _ = s.accept()
+                except (socket.timeout, OSError):
+                    continue
+                conn.settimeout(60)
+                try:
+                    handler(conn)
+                except OSError as e:
+                    self.results.setdefault("errors", []).append(repr(e))
+                finally:
+                    conn.close()
+        self._thread(loop)
+
+    def udp(self, port, handler, host="127.0.0.1"):
+        """handler(sock, data, addr) for each datagram on host:port."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((host, port))
+        s.settimeout(0.2)
+        self.socks.append(s)
+
+        def loop():
+            while not self.stop_ev.is_set():
+                try:
+                    data, addr = s.recvfrom(65535)
+                except (socket.timeout, OSError):
+                    continue
+                handler(s, data, addr)
+        self._thread(loop)
+
+    def stop(self):
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(timeout=5)
+        for s in self.socks:
+            s.close()
+
+
+def dns_answer(query, answers):
+    """A DNS response to query: A records from answers {name: ip4}, else
+    NXDOMAIN. Only what nslookup needs."""
+    qid, flags = struct.unpack(">HH", query[:4])
+    pos, labels = 12, []
+    while query[pos]:
+        n = query[pos]
+        labels.append(query[pos + 1:pos + 1 + n].decode())
+        pos += 1 + n
+    qtype = struct.unpack(">H", query[pos + 1:pos + 3])[0]
+    question = query[12:pos + 5]
+    name = ".".join(labels).lower()
+    rr = b""
+    rcode = 0
+    if name in answers and qtype == 1:
+        rr = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + \
+            ip4(answers[name])
+    elif name not in answers:
+        rcode = 3
+    hdr = struct.pack(">HHHHHH", qid, 0x8180 | rcode | (flags & 0x0100), 1,
+                      1 if rr else 0, 0, 0)
+    return hdr + question + rr
+
+
+def tftp_handler(files, received):
+    """A TFTP (RFC 1350) server over one socket: RRQ serves files[name],
+    WRQ stores into received[name]. Replies come from the same port."""
+    state = {}
+
+    def handle(s, data, addr):
+        op = struct.unpack(">H", data[:2])[0]
+        if op in (1, 2):
+            name = data[2:].split(b"\0")[0].decode()
+            if op == 1:
+                body = files.get(name)
+                if body is None:
+                    s.sendto(struct.pack(">HH", 5, 1) + b"no such file\0",
+                             addr)
+                    return
+                state[addr] = ("r", name, body)
+                s.sendto(struct.pack(">HH", 3, 1) + body[:512], addr)
+            else:
+                state[addr] = ("w", name, bytearray())
+                s.sendto(struct.pack(">HH", 4, 0), addr)
+        elif op == 4 and addr in state and state[addr][0] == "r":
+            _, name, body = state[addr]
+            blk = struct.unpack(">H", data[2:4])[0]
+            if blk * 512 > len(body):
+                del state[addr]		# the last block was short: done
+                return
+            nxt = (blk + 1) & 0xffff
+            s.sendto(struct.pack(">HH", 3, nxt) +
+                     body[blk * 512:(blk + 1) * 512], addr)
+        elif op == 3 and addr in state and state[addr][0] == "w":
+            _, name, acc = state[addr]
+            blk = struct.unpack(">H", data[2:4])[0]
+            if blk * 512 - 512 == len(acc):
+                acc += data[4:]
+            s.sendto(struct.pack(">HH", 4, blk), addr)
+            if len(data) - 4 < 512:
+                received[name] = bytes(acc)
+    return handle
+
+
+# ---------------------------------------------------------------- the guest
+
+def build_guest():
+    """Build (or find up to date) the guest; returns (cache dir, seconds)."""
+    t0 = time.monotonic()
+    r = subprocess.run(["bash", str(GUEST_DIR / "build.sh")],
+                       capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise AssertionError(f"test/guest/build.sh failed ({r.returncode}):\n"
+                             f"{r.stderr[-3000:]}")
+    return r.stdout.strip().splitlines()[-1], time.monotonic() - t0
+
+
+class GuestRun:
+    """The result of one guest boot: rc, script output, checks, timings."""
+
+    def __init__(self, rc, out, err, wall):
+        self.rc, self.out, self.err, self.wall = rc, out, err, wall
+        m = re.search(r"guest ready at ([0-9.]+)s", err)
+        self.ready = float(m.group(1)) if m else None
+        self.checks = {}
+        for line in out.splitlines():
+            m = re.match(r"(PASS|FAIL) ([^:]+?)(?:: (.*))?$", line)
+            if m:
+                self.checks[m.group(2)] = (m.group(1) == "PASS",
+                                           m.group(3) or "")
+
+    def check(self, name, ferry=None):
+        """Assert that the guest reported PASS for check name."""
+        if name not in self.checks:
+            raise AssertionError(f"guest did not run check '{name}' (exit "
+                                 f"{self.rc}):\n{self.out}\n{self.err}")
+        ok, detail = self.checks[name]
+        if not ok:
+            extra = f"\nferry:\n{ferry.output()[-3000:]}" if ferry else ""
+            raise AssertionError(f"guest check '{name}' failed: {detail}\n"
+                                 f"guest output:\n{self.out}{extra}")
+
+    def describe(self):
+        return (f"guest exit {self.rc}, ready at {self.ready}s guest time, "
+                f"{self.wall:.1f}s wall")
+
+
+# Shell prelude for guest scripts: check NAME CMD... prints one line.
+GUEST_PRELUDE = r"""
+fail=0
+check() {	# check NAME COMMAND...: one PASS/FAIL line, output on failure
+	local what=$1; shift
+	local out
+	if out=$("$@" 2>&1); then echo "PASS $what"
+	else echo "FAIL $what: $(echo "$out" | tail -n 3 | tr '\n' '|')"; fail=1
+	fi
+}
+"""
+
+
+def boot_guest(tmp, sock, script, files=(), kargs="", timeout=240):
+    """Boot the test guest against sock running script (busybox sh, after
+    GUEST_PRELUDE); returns a GuestRun. Never raises for a guest failure."""
+    tmp = Path(tmp)
+    t = tmp / "guest-test.sh"
+    t.write_text(GUEST_PRELUDE + script + "\nexit $fail\n")
+    cmd = ["bash", str(GUEST_DIR / "run.sh"), "-t", str(timeout),
+           "-l", str(tmp / "console.log")]
+    for f in files:
+        cmd += ["-f", str(f)]
+    if kargs:
+        cmd += ["-a", kargs]
+    cmd += [sock, str(t)]
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       timeout=timeout + 60)
+    return GuestRun(r.returncode, r.stdout, r.stderr, time.monotonic() - t0)
