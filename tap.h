@@ -42,6 +42,7 @@ struct rx_batch {
 	uint8_t *buf;			/* RX_BUF_SIZE bytes */
 	size_t fill;			/* stream backends: bytes buffered */
 	size_t consumed;		/* stream: bytes of whole frames */
+	bool backlog;			/* stream: whole frames wait in buf */
 	unsigned int n;
 	struct { uint32_t off, len; } f[RX_FRAMES_MAX]; /* frame, no prefix */
 };

@@ -3,21 +3,28 @@
  * qemu's "-netdev stream" and "-netdev socket" (and passt's protocol)
  * carry each Ethernet frame on a stream socket as a 4-byte big-endian
  * length followed by the frame. One read() brings many frames; the last
- * one may be partial and is kept at the start of the buffer for the next
- * read. A length of zero or above FRAME_MAX is a protocol error: the
- * client is dropped (the caller waits for the next one).
+ * one may be partial and is kept for the next read. Whole frames left
+ * over from a large read are used before reading again (so the buffer
+ * never fills up), and while they wait the link fd also waits for EPOLLOUT
+ * so the loop returns to them even if the guest then stays silent. A
+ * length of zero or above FRAME_MAX is a protocol error: the client is
+ * dropped (the caller waits for the next one).
  *
- * Transmit: the batch in c->link.tx is already laid out as
- * [len][frame][len][frame]..., so one send() writes it all. If the socket
- * takes only part of it, the frame that was cut is completed (waiting
- * for the socket with a bounded poll, so the stream never desynchronises)
- * and the frames after it are dropped and counted: TCP recovers them.
+ * Transmit: each queued frame in c->link.tx already has its length
+ * prefix, so one sendmsg() with one iovec per frame writes the batch. If
+ * the socket takes only part of it, the frame that was cut is completed
+ * (waiting for the socket with a bounded poll, so the stream never
+ * desynchronises) and the frames after it are dropped and counted
+ * (TX_FULL): TCP recovers them.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "ferry.h"
 #include "log.h"
@@ -26,32 +33,16 @@
 
 #define STREAM_PFX	4
 
-static int stream_rx(struct ctx *c)
-{
-	struct rx_batch *rx = &c->link.rx;
-	size_t pos = 0;
-	ssize_t n;
+/* A partial frame always leaves room to read; one sendmsg() per batch. */
+_Static_assert(RX_BUF_SIZE > 2 * (STREAM_PFX + FRAME_MAX), "rx buffer");
+_Static_assert(TX_FRAMES_MAX <= IOV_MAX, "iovecs per flush");
 
-	/* Keep the partial frame left over from the previous read. */
-	if (rx->consumed) {
-		memmove(rx->buf, rx->buf + rx->consumed, rx->fill - rx->consumed);
-		rx->fill -= rx->consumed;
-		rx->consumed = 0;
-	}
-	rx->n = 0;
-	do {
-		n = recv(c->link.fd, rx->buf + rx->fill, RX_BUF_SIZE - rx->fill,
-			 MSG_DONTWAIT);
-	} while (n < 0 && errno == EINTR);
-	if (n == 0)
-		return -1;
-	if (n < 0) {
-		if (errno == EAGAIN)
-			return 0;
-		info("guest stream: %s", strerror(errno));
-		return -1;
-	}
-	rx->fill += (size_t)n;
+/* stream_index() - index the whole frames buffered from rx->consumed on,
+ * up to RX_FRAMES_MAX of them. False on a protocol error (length 0 or
+ * above FRAME_MAX): the client must be dropped. */
+static bool stream_index(struct rx_batch *rx)
+{
+	size_t pos = rx->consumed;
 
 	while (rx->n < RX_FRAMES_MAX && rx->fill - pos >= STREAM_PFX) {
 		uint32_t len = rd32(rx->buf + pos);
@@ -60,7 +51,7 @@ static int stream_rx(struct ctx *c)
 			warn("guest stream: bad frame length %u, dropping client",
 			     len);
 			rx->n = 0;
-			return -1;
+			return false;
 		}
 		if (rx->fill - pos - STREAM_PFX < len)
 			break;
@@ -70,6 +61,71 @@ static int stream_rx(struct ctx *c)
 		pos += STREAM_PFX + len;
 	}
 	rx->consumed = pos;
+	return true;
+}
+
+/* stream_whole_frame() - does a whole frame (or a bad length) wait in the
+ * buffer at rx->consumed? */
+static bool stream_whole_frame(const struct rx_batch *rx)
+{
+	size_t left = rx->fill - rx->consumed;
+
+	return left >= STREAM_PFX &&
+	       left - STREAM_PFX >= rd32(rx->buf + rx->consumed);
+}
+
+/* stream_set_backlog() - while whole frames wait in the buffer, also wait
+ * for EPOLLOUT (a socket nearly always writable) so the loop comes back
+ * for them even if the guest sends nothing more. */
+static void stream_set_backlog(struct ctx *c, bool backlog)
+{
+	union eref ref = { .type = EREF_LINK };
+	uint32_t ev = EPOLLIN | EPOLLRDHUP | (backlog ? EPOLLOUT : 0);
+
+	if (c->link.rx.backlog == backlog)
+		return;
+	c->link.rx.backlog = backlog;
+	if (ep_mod(c, c->link.fd, ev, ref))
+		warn("guest stream: epoll: %s", strerror(errno));
+}
+
+static int stream_rx(struct ctx *c)
+{
+	struct rx_batch *rx = &c->link.rx;
+	ssize_t n;
+
+	/* Frames left over from a large read come first, without reading:
+	 * reading before they are used up would fill the buffer (and a read
+	 * into no room returns 0, which looks like the peer closing). */
+	rx->n = 0;
+	if (!stream_index(rx))
+		return -1;
+	if (rx->n) {
+		stream_set_backlog(c, stream_whole_frame(rx));
+		return (int)rx->n;
+	}
+	/* At most a partial frame is left: move it to the start, read. */
+	memmove(rx->buf, rx->buf + rx->consumed, rx->fill - rx->consumed);
+	rx->fill -= rx->consumed;
+	rx->consumed = 0;
+	do {
+		n = recv(c->link.fd, rx->buf + rx->fill, RX_BUF_SIZE - rx->fill,
+			 MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n == 0)
+		return -1;
+	if (n < 0) {
+		if (errno == EAGAIN) {
+			stream_set_backlog(c, false);
+			return 0;
+		}
+		info("guest stream: %s", strerror(errno));
+		return -1;
+	}
+	rx->fill += (size_t)n;
+	if (!stream_index(rx))
+		return -1;
+	stream_set_backlog(c, stream_whole_frame(rx));
 	return (int)rx->n;
 }
 
@@ -93,33 +149,40 @@ static int finish_write(int fd, const uint8_t *p, size_t left)
 	return 0;
 }
 
+/* stream_flush() - one sendmsg() of all queued frames (each addressed by
+ * its offset: slots of tap_tx_reserve_many() leave gaps between them). */
 static int stream_flush(struct ctx *c)
 {
 	struct tx_batch *tx = &c->link.tx;
+	struct iovec iov[TX_FRAMES_MAX];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = tx->n };
+	unsigned int i;
 	size_t sent;
 	ssize_t n;
-	unsigned int i;
 
+	for (i = 0; i < tx->n; i++) {
+		iov[i].iov_base = tx->buf + tx->f[i].off;
+		iov[i].iov_len = STREAM_PFX + tx->f[i].len;
+	}
 	do {
-		n = send(c->link.fd, tx->buf, tx->used, MSG_DONTWAIT | MSG_NOSIGNAL);
+		n = sendmsg(c->link.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);
 	if (n < 0 && errno != EAGAIN) {
 		info("guest stream write: %s", strerror(errno));
 		return -1;
 	}
 	sent = n < 0 ? 0 : (size_t)n;
-	if (sent == tx->used)
-		return 0;
 	/* Find the frame that was cut, complete it, drop the rest. */
 	for (i = 0; i < tx->n; i++) {
-		size_t end = tx->f[i].off + STREAM_PFX + tx->f[i].len;
-
-		if (end <= sent)
+		if (sent >= iov[i].iov_len) {
+			sent -= iov[i].iov_len;
 			continue;
-		if (sent > tx->f[i].off &&
-		    finish_write(c->link.fd, tx->buf + sent, end - sent) < 0)
+		}
+		if (sent && finish_write(c->link.fd,
+					 (uint8_t *)iov[i].iov_base + sent,
+					 iov[i].iov_len - sent) < 0)
 			return -1;
-		for (i = sent > tx->f[i].off ? i + 1 : i; i < tx->n; i++)
+		for (i += sent ? 1 : 0; i < tx->n; i++)
 			drop(c, DROP_TX_FULL);
 		break;
 	}

@@ -23,8 +23,8 @@
 
 #define SOCKET_TRIES	64
 
-/* bind_path() - bind and listen on path; returns fd or -errno. */
-static int bind_path(const char *path)
+/* listen_at() - a listening socket bound to path; fd or -errno. */
+static int listen_at(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int fd, rc;
@@ -36,6 +36,31 @@ static int bind_path(const char *path)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 1)) {
 		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* bind_path() - listen on path; returns fd or -errno. The socket is
+ * bound and listening under a temporary name first, then linked to path
+ * (failing if path exists), so a client that sees path never finds it
+ * refusing connections (bind creates the file before listen). */
+static int bind_path(const char *path)
+{
+	char tmp[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int fd, n, rc;
+
+	n = snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return listen_at(path);		/* no room: bind directly */
+	unlink(tmp);
+	fd = listen_at(tmp);
+	if (fd < 0)
+		return fd;
+	rc = link(tmp, path) ? -(errno == EEXIST ? EADDRINUSE : errno) : 0;
+	unlink(tmp);
+	if (rc) {
 		close(fd);
 		return rc;
 	}
@@ -98,6 +123,7 @@ static void attach_client(struct ctx *c, int fd)
 	    ep_add(c, fd, EPOLLIN | EPOLLRDHUP, ref))
 		die("cannot use the guest socket: %s", strerror(errno));
 	tap_attach(c, &link_stream_ops, fd);
+	c->link.rx.backlog = false;	/* matches the events just added */
 	info("guest connected");
 }
 

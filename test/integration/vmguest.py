@@ -439,3 +439,23 @@ def boot_guest(tmp, sock, script, files=(), kargs="", timeout=240):
     r = subprocess.run(cmd, capture_output=True, text=True,
                        timeout=timeout + 60)
     return GuestRun(r.returncode, r.stdout, r.stderr, time.monotonic() - t0)
+
+
+def ferry_stats(f, timeout=10):
+    """Ask a running ferry for its statistics (SIGUSR1); returns
+    (from_guest_frames, to_guest_frames, {drop reason: count})."""
+    before = f.output().count("stats: from guest")
+    f.proc.send_signal(signal.SIGUSR1)
+    wait_for(lambda: f.output().count("stats: from guest") > before,
+             timeout, "ferry statistics")
+    block = f.output()
+    block = block[block.rindex("stats: from guest"):]
+    m = re.match(r"stats: from guest (\d+) frames \d+ bytes, to guest "
+                 r"(\d+) frames", block)
+    drops = {}
+    for line in block.splitlines()[1:]:
+        d = re.search(r"stats: drop (\S+) (\d+)$", line)
+        if not d:
+            break
+        drops[d.group(1)] = int(d.group(2))
+    return int(m.group(1)), int(m.group(2)), drops
