@@ -233,12 +233,16 @@ def test_flood_to_slow_reader_keeps_framing(vm):
 
     def drain_slowly():
         nonlocal got
-        for fr in c.recv_some(0.5, bufsize=2048):	# raises on bad framing
+        for fr in c.recv_some(0.5, bufsize=1024):	# raises on bad framing
             assert arp_reply_for(fr, GW4) is not None or \
                 fr[12:14] == b"\x86\xdd", fr.hex()
             got += fr[12:14] == b"\x08\x06"
-        time.sleep(0.002)
+        time.sleep(0.003)
         return not t.is_alive()
+    # Not reading for a moment fills ferry's socket buffer for sure (its
+    # bounded wait for a cut frame is 1 s).
+    wait_for(lambda: ferry_stats(f)[0] > 3000, 20, "ferry to take requests",
+             interval=0.05)
     wait_for(drain_slowly, 120, "the flood to be written", interval=0)
     last = []
 
