@@ -34,7 +34,8 @@
  * ferry's through CLONE_FILES and stay bound to the guest namespace. The
  * namespace fds stay open in struct ctx for later calls.
  *
- * The first job opens /dev/net/tun (IFF_TAP | IFF_NO_PI, DAD off on it)
+ * The first job opens /dev/net/tun (IFF_TAP | IFF_NO_PI; DAD off on it,
+ * and with --config-net SLAAC too: the static address is the guest's)
  * and a NETLINK_ROUTE socket; ferry configures the guest over it:
  *
  *   always          lo up (as pasta: binding loopback needs it); the
@@ -77,6 +78,7 @@
 /* What ns_tap_open() needs and reports (shared memory: CLONE_VM). */
 struct ns_tap {
 	const char *ifname;
+	bool static_ip;			/* --config-net: no SLAAC addresses */
 	int tap_fd, nl_fd;		/* results, -1 on failure */
 	unsigned int ifindex;
 	char name[IFNAMSIZ];		/* as created */
@@ -157,18 +159,18 @@ static int tap_fail(struct ns_tap *h, const char *what)
 	return -errno;
 }
 
-/* ns_tap_no_dad() - the guest's link-local address needs no duplicate
- * detection: ferry is the only other node on the link. Best effort. */
-static void ns_tap_no_dad(const char *ifname)
+/* ns_tap_sysctl_off() - set an IPv6 per-interface sysctl of the namespace
+ * we are in to "0". Best effort. */
+static void ns_tap_sysctl_off(const char *ifname, const char *key)
 {
-	char path[sizeof("/proc/sys/net/ipv6/conf//accept_dad") + IFNAMSIZ];
+	char path[64 + IFNAMSIZ];
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/accept_dad",
-		 ifname);
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/%s",
+		 ifname, key);
 	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) >= 0) {
 		if (write(fd, "0", 1) < 0)
-			debug("cannot disable DAD on %s", ifname);
+			debug("cannot clear %s on %s", key, ifname);
 		close(fd);
 	}
 }
@@ -194,7 +196,13 @@ static int ns_tap_open(void *arg)
 		return -h->err;
 	}
 	str_copy(h->name, ifr.ifr_name, IFNAMSIZ);
-	ns_tap_no_dad(h->name);
+	/* The guest's link-local address needs no duplicate detection:
+	 * ferry is the only other node on the link. With --config-net the
+	 * static address is the guest's address: no SLAAC address from our
+	 * router advertisements next to it. */
+	ns_tap_sysctl_off(h->name, "accept_dad");
+	if (h->static_ip)
+		ns_tap_sysctl_off(h->name, "autoconf");
 	h->nl_fd = nl_open();
 	if (h->nl_fd < 0) {
 		errno = -h->nl_fd;
@@ -505,7 +513,7 @@ void ns_start(struct ctx *c)
 {
 	union eref lref = { .type = EREF_LINK }, cref = { .type = EREF_CHILD };
 	bool join = c->conf.ns_pid || c->conf.netns_path[0];
-	struct ns_tap h = { .ifname = c->conf.ns_ifname, -1, -1 };
+	struct ns_tap h = { c->conf.ns_ifname, c->conf.config_net, -1, -1 };
 	int go = -1, rc;
 
 	if (join)

@@ -222,3 +222,18 @@ def test_join_netns_path_quits_when_removed(tmp_path):
             f.kill()
             f.wait()
         subprocess.run(["umount", "-l", str(ns)], capture_output=True)
+
+
+def test_address_and_gateway_options_override_host(ferry_ns):
+    """-a/-g given: used as they are; the prefix still comes from the host
+    address when -a is inside its subnet, else the classful length."""
+    f = ferry_ns(args=["-a", "198.51.100.77", "-g", "198.51.100.9",
+                       "-a", "2001:db8::77", "-g", "2001:db8::9"])
+    l = link(f, TAP)
+    assert addrs(l, "inet") == {("198.51.100.77", 24)}
+    assert addrs(l, "inet6") == {("2001:db8::77", 64)}
+    assert default_gw(ip_json(f, ["-4", "route"])) == "198.51.100.9"
+    assert default_gw(ip_json(f, ["-6", "route"])) == "2001:db8::9"
+    f2 = ferry_ns(args=["-a", "10.1.2.3"])
+    assert addrs(link(f2, TAP), "inet") == {("10.1.2.3", 8)}
+    assert default_gw(ip_json(f2, ["-4", "route"])) == GW4
