@@ -543,3 +543,38 @@ TEST(udp_link_down_drains)
 	close(h);
 	udp_ctx_free(c);
 }
+
+/* Random datagrams and random corruption: never a crash, never more
+ * flows (sockets) than the limit, every refused frame counted. */
+TEST(udp_random_input_bounded)
+{
+	struct ctx *c = udp_ctx();
+	static uint8_t l4[600], frame[800];
+	uint64_t dropped = 0;
+	unsigned int i, seed = 12345;
+	int r;
+
+	c->udp.max_flows = 8;
+	for (i = 0; i < 3000; i++) {
+		size_t len = (size_t)(rand_r(&seed) % 500), n, k;
+
+		wr16(l4, (uint16_t)rand_r(&seed));
+		wr16(l4 + 2, (uint16_t)(rand_r(&seed) % 64));
+		wr16(l4 + 4, (uint16_t)(UDP_HLEN + len));
+		wr16(l4 + 6, 0);
+		for (k = 0; k < len; k++)
+			l4[UDP_HLEN + k] = (uint8_t)rand_r(&seed);
+		n = test_frame_ip4(frame, rand_r(&seed) % 4 ? GUEST4 : "198.51.100.7",
+				   GW4, IPPROTO_UDP, l4, UDP_HLEN + len);
+		if (rand_r(&seed) % 3 == 0)	/* corrupt a header byte */
+			frame[14 + rand_r(&seed) % 28] ^= (uint8_t)(1 + rand_r(&seed) % 255);
+		test_input(c, frame, n - (rand_r(&seed) % 5 == 0 ? rand_r(&seed) % n : 0));
+		CHECK(c->flows.count[FLOW_UDP] <= 8);
+	}
+	for (r = 1; r < DROP_MAX; r++)
+		dropped += c->stats.drops[r];
+	CHECK_EQ(c->stats.rx_frames, 3000);
+	CHECK(dropped > 0 && dropped < 3000);
+	CHECK(c->udp.flows_created > 8 && c->udp.flows_evicted > 0);
+	udp_ctx_free(c);
+}
