@@ -7,6 +7,9 @@
 #                   network namespace connected through ferry
 #   make bench      performance comparison (see test/bench/)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, pasta/passt links, man page
+#   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
+#                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink; run one with
+#                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -26,8 +29,9 @@ LIBSRCS := $(filter-out ferry.c,$(SRCS))
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
             -fno-sanitize-recover=undefined -DFERRY_TEST
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
+UNIT_SRCS += test/fuzz/fuzz_lib.c
 
-.PHONY: all clean check unit integration install run bench tools
+.PHONY: all clean check unit integration install run bench tools fuzz
 
 all: ferry
 
@@ -38,7 +42,7 @@ build/ferry-test: $(SRCS) $(HDRS) Makefile
 	@mkdir -p build
 	$(CC) $(BASE) $(SANFLAGS) -o $@ $(SRCS)
 
-build/unit: $(LIBSRCS) $(UNIT_SRCS) $(HDRS) test/unit/unit.h Makefile
+build/unit: $(LIBSRCS) $(UNIT_SRCS) $(HDRS) test/unit/unit.h test/fuzz/fuzz.h Makefile
 	@mkdir -p build
 	$(CC) $(BASE) $(SANFLAGS) -I. -o $@ $(LIBSRCS) $(UNIT_SRCS)
 
@@ -68,3 +72,34 @@ install: ferry
 
 clean:
 	rm -rf ferry build
+
+# Fuzzing: libFuzzer + ASan + UBSan, clang only. Library objects are built
+# once per source; each target links what it needs.
+FUZZ_CC    ?= clang
+FUZZFLAGS  := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+              -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DFERRY_TEST -I.
+FUZZ_LINK  := -fsanitize=fuzzer,address,undefined
+FUZZ_OBJS  := $(patsubst %.c,build/fuzz/obj/%.o,$(LIBSRCS))
+FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink)
+
+fuzz: $(FUZZ_TARGETS)
+
+build/fuzz/obj/%.o: %.c $(HDRS) test/unit/unit.h test/fuzz/fuzz.h Makefile
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(filter-out -Werror,$(BASE)) $(FUZZFLAGS) -c -o $@ $<
+
+build/fuzz/fuzz_frame: build/fuzz/obj/test/fuzz/fuzz_frame.o build/fuzz/obj/test/fuzz/fuzz_lib.o \
+		build/fuzz/obj/test/unit/harness.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+build/fuzz/fuzz_stream: build/fuzz/obj/test/fuzz/fuzz_stream.o build/fuzz/obj/test/unit/harness.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+build/fuzz/fuzz_conf: build/fuzz/obj/test/fuzz/fuzz_conf.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+build/fuzz/fuzz_fwd: build/fuzz/obj/test/fuzz/fuzz_fwd.o build/fuzz/obj/fwd.o
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+build/fuzz/fuzz_netlink: build/fuzz/obj/test/fuzz/fuzz_netlink.o build/fuzz/obj/util.o build/fuzz/obj/log.o
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^

@@ -76,6 +76,7 @@ static void file_write(const char *line, size_t len)
 		log_sink.file_used += len;
 }
 
+__attribute__((format(printf, 2, 0)))
 static void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 {
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO,

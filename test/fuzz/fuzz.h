@@ -1,0 +1,60 @@
+/* fuzz.h - shared pieces of ferry's fuzz targets and of the corpus replay
+ * unit test (test/unit/test_regress.c).
+ *
+ * Theory of operation: every target feeds untrusted bytes into the same
+ * entry point ferry uses at run time. Targets that create host sockets
+ * (the frame path opens UDP sockets and ping sockets for whatever the
+ * guest addresses) first move into a private network namespace with only
+ * loopback up (fuzz_isolate()), so no fuzzed datagram can leave the
+ * machine: the hard network rule holds even for random destinations.
+ *
+ * Frame input format (fuzz_frames_feed()), chosen so that one file is
+ * both a readable seed and a good mutation target:
+ *
+ *   byte 0      flags: FZ_FIX_CSUM  recompute IPv4 header and transport
+ *                                   checksums first (else random bytes
+ *                                   almost never get past pkt_parse())
+ *                      FZ_BATCH     the rest is a batch of frames, each
+ *                                   [2-byte big-endian length][frame]
+ *                                   (else the rest is one frame)
+ *                      FZ_TIMERS    advance time 61 s and run module timers
+ *                                   after the batch
+ *   byte 1..    the frame(s)
+ */
+#ifndef FERRY_FUZZ_H
+#define FERRY_FUZZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ctx;
+
+#define FZ_FIX_CSUM	0x01
+#define FZ_BATCH	0x02
+#define FZ_TIMERS	0x04
+
+/* fuzz_isolate() - enter a new network namespace (a new user namespace
+ * too when not root) and bring loopback up. Returns false, with errno,
+ * when that is impossible: callers must then not touch the network. */
+bool fuzz_isolate(void);
+
+/* fuzz_frame_ctx() - the unit-test harness context with every service
+ * on: ARP, NDP, DHCP, DHCPv6, ICMP echo (ping sockets, if the namespace
+ * allows them), UDP, gateway mapping, and pcap capture into /dev/null. */
+struct ctx *fuzz_frame_ctx(void);
+
+/* fuzz_frame_ctx_reset() - forget what earlier inputs taught the context
+ * (guest MAC and addresses, UDP and ICMP flows), frames to the guest
+ * included, so each input starts from the same state. */
+void fuzz_frame_ctx_reset(struct ctx *c);
+
+/* fuzz_frames_feed() - decode data (format above) into the context's
+ * receive batch and run it through tap_input(). */
+void fuzz_frames_feed(struct ctx *c, const uint8_t *data, size_t size);
+
+/* fuzz_fix_csums() - make the IPv4 header checksum and the transport
+ * checksum of frame f (len bytes) right, wherever its headers allow. */
+void fuzz_fix_csums(uint8_t *f, size_t len);
+
+#endif /* FERRY_FUZZ_H */

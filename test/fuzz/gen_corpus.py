@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""gen_corpus.py - write the seed corpus of ferry's fuzz targets.
+
+Usage: test/fuzz/gen_corpus.py [DIR]   (default: test/fuzz/corpus)
+
+One valid input of each kind per target (and a few deliberately broken
+ones), deterministic, so the committed corpus can be regenerated and
+diffed. Formats are described in test/fuzz/fuzz.h (frames), fuzz_stream.c,
+fuzz_conf.c, fuzz_fwd.c and fuzz_netlink.c. Addresses are the unit-test
+harness's documentation addresses: guest 198.51.100.2 / 2001:db8::2,
+gateway 198.51.100.1 / fe80::1.
+
+Files named crash-* in the corpus directories are reproducers of fixed
+bugs; this script leaves them alone.
+"""
+import ipaddress
+import os
+import struct
+import sys
+
+GUEST_MAC = bytes.fromhex("020000000002")
+OUR_MAC = bytes.fromhex("9a559a559a55")
+BCAST = b"\xff" * 6
+G4, GW4 = "198.51.100.2", "198.51.100.1"
+G6, GW6, LL6 = "2001:db8::2", "fe80::1", "fe80::2"
+FIX, BATCH, TIMERS = 1, 2, 4
+
+
+def a4(s):
+    return ipaddress.IPv4Address(s).packed
+
+
+def a6(s):
+    return ipaddress.IPv6Address(s).packed
+
+
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def eth(dst, etype, payload, src=GUEST_MAC):
+    return dst + src + struct.pack("!H", etype) + payload
+
+
+def l4_fix(proto, l4, pseudo):
+    off = {6: 16, 17: 6, 1: 2, 58: 2}[proto]
+    l4 = bytearray(l4)
+    l4[off:off + 2] = b"\0\0"
+    s = csum(bytes(l4) if proto == 1 else pseudo + bytes(l4))
+    if proto == 17 and s == 0:
+        s = 0xffff
+    l4[off:off + 2] = struct.pack("!H", s)
+    return bytes(l4)
+
+
+def ip4(src, dst, proto, l4, dmac=OUR_MAC):
+    pseudo = a4(src) + a4(dst) + struct.pack("!BBH", 0, proto, len(l4))
+    l4 = l4_fix(proto, l4, pseudo)
+    h = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 1,
+                              0x4000, 64, proto, 0, a4(src), a4(dst)))
+    h[10:12] = struct.pack("!H", csum(bytes(h)))
+    return eth(dmac, 0x0800, bytes(h) + l4)
+
+
+def ip6(src, dst, proto, l4, hlim=64, dmac=OUR_MAC, ext=b""):
+    pseudo = a6(src) + a6(dst) + struct.pack("!IxxxB", len(l4), proto)
+    l4 = l4_fix(proto, l4, pseudo)
+    nh = proto
+    if ext:                      # one hop-by-hop header in front
+        nh = 0
+        ext = bytes([proto]) + ext[1:]
+    h = struct.pack("!IHBB16s16s", 6 << 28, len(ext) + len(l4), nh, hlim,
+                    a6(src), a6(dst))
+    return eth(dmac, 0x86dd, h + ext + l4)
+
+
+def udp(sport, dport, data):
+    return struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
+
+
+def tcp_syn(sport, dport):
+    opts = bytes([2, 4, 0x05, 0xb4, 1, 3, 3, 7, 4, 2, 8, 10]) + \
+        struct.pack("!II", 12345, 0) + b"\0\0"
+    return struct.pack("!HHIIBBHHH", sport, dport, 1000, 0,
+                       (5 + len(opts) // 4) << 4, 0x02, 65535, 0, 0) + opts
+
+
+def arp(op, sha, spa, tpa):
+    return eth(BCAST, 0x0806, struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4,
+                                          op, sha, a4(spa), b"\0" * 6,
+                                          a4(tpa)))
+
+
+def dhcp(mtype, extra=b"", ciaddr="0.0.0.0"):
+    h = struct.pack("!BBBBIHH4s4s4s4s16s64s128sI", 1, 1, 6, 0, 0x1234, 0,
+                    0x8000, a4(ciaddr), b"\0" * 4, b"\0" * 4, b"\0" * 4,
+                    GUEST_MAC + b"\0" * 10, b"", b"", 0x63825363)
+    opts = bytes([53, 1, mtype]) + bytes([61, 7, 1]) + GUEST_MAC + \
+        bytes([55, 8, 1, 3, 6, 12, 15, 26, 119, 121]) + \
+        bytes([57, 2, 0x05, 0xdc]) + extra + bytes([255])
+    return udp(68, 67, h + opts)
+
+
+def d6opt(code, val):
+    return struct.pack("!HH", code, len(val)) + val
+
+
+def dhcpv6(mtype, *opts):
+    return udp(546, 547, bytes([mtype, 0xab, 0xcd, 0xef]) + b"".join(opts))
+
+
+CLIENT_ID = d6opt(1, struct.pack("!HH", 3, 1) + GUEST_MAC)
+SERVER_ID = d6opt(2, struct.pack("!HH", 3, 1) + OUR_MAC)
+IA_NA = d6opt(3, struct.pack("!III", 1, 0, 0) +
+              d6opt(5, a6(G6) + struct.pack("!II", 0, 0)) +
+              d6opt(5, a6("2001:db8:1::9") + struct.pack("!II", 0, 0)))
+ORO = d6opt(6, struct.pack("!HHH", 23, 24, 39))
+ELAPSED = d6opt(8, b"\0\0")
+
+
+def ndp(mtype, body):
+    return bytes([mtype, 0, 0, 0]) + body
+
+
+SLLA = bytes([1, 1]) + GUEST_MAC
+SOL_NODE_LL1 = "ff02::1:ff00:1"
+
+
+def echo(v6, ident, seq, data=b"ping" * 8):
+    return struct.pack("!BBHHH", 128 if v6 else 8, 0, 0, ident, seq) + data
+
+
+def frames():
+    one = lambda f, flags=FIX: bytes([flags]) + f
+    batch = lambda fs, flags=FIX | BATCH: bytes([flags]) + b"".join(
+        struct.pack("!H", len(f)) + f for f in fs)
+    dns_q = bytes.fromhex("123401000001000000000000076578616d706c6504746573"
+                          "740000010001")
+    u4 = ip4(G4, GW4, 17, udp(40000, 53, dns_q))
+    u6 = ip6(G6, GW6, 17, udp(40000, 53, dns_q))
+    return {
+        "arp_request": one(arp(1, GUEST_MAC, G4, GW4)),
+        "arp_reply": one(arp(2, GUEST_MAC, G4, GW4)),
+        "arp_dad": one(arp(1, GUEST_MAC, "0.0.0.0", G4)),
+        "dhcp_discover": one(ip4("0.0.0.0", "255.255.255.255", 17,
+                                 dhcp(1, bytes([80, 0, 81, 3, 0, 0, 0])),
+                                 dmac=BCAST)),
+        "dhcp_request": one(ip4("0.0.0.0", "255.255.255.255", 17,
+                                dhcp(3, bytes([50, 4]) + a4(G4) +
+                                     bytes([54, 4]) + a4(GW4)), dmac=BCAST)),
+        "dhcp_inform": one(ip4(G4, "255.255.255.255", 17,
+                               dhcp(8, ciaddr=G4), dmac=BCAST)),
+        "dhcp_release": one(ip4(G4, GW4, 17, dhcp(7, ciaddr=G4))),
+        "dhcpv6_solicit": one(ip6(LL6, "ff02::1:2", 17,
+                                  dhcpv6(1, CLIENT_ID, IA_NA, ORO, ELAPSED,
+                                         d6opt(14, b"")),
+                                  dmac=bytes.fromhex("333300010002"))),
+        "dhcpv6_request": one(ip6(LL6, "ff02::1:2", 17,
+                                  dhcpv6(3, CLIENT_ID, SERVER_ID, IA_NA, ORO,
+                                         d6opt(39, b"\0")),
+                                  dmac=bytes.fromhex("333300010002"))),
+        "dhcpv6_confirm": one(ip6(LL6, "ff02::1:2", 17,
+                                  dhcpv6(4, CLIENT_ID, IA_NA),
+                                  dmac=bytes.fromhex("333300010002"))),
+        "dhcpv6_info": one(ip6(LL6, "ff02::1:2", 17, dhcpv6(11, CLIENT_ID, ORO),
+                               dmac=bytes.fromhex("333300010002"))),
+        "ndp_rs": one(ip6(LL6, "ff02::2", 58, ndp(133, b"\0" * 4 + SLLA),
+                          hlim=255, dmac=bytes.fromhex("333300000002"))),
+        "ndp_ns": one(ip6(LL6, SOL_NODE_LL1, 58,
+                          ndp(135, b"\0" * 4 + a6(GW6) + SLLA), hlim=255)),
+        "ndp_ns_dad": one(ip6("::", SOL_NODE_LL1, 58,
+                              ndp(135, b"\0" * 4 + a6(GW6)), hlim=255)),
+        "ndp_na": one(ip6(LL6, "ff02::1", 58,
+                          ndp(136, bytes([0x20, 0, 0, 0]) + a6(LL6) +
+                              bytes([2, 1]) + GUEST_MAC), hlim=255)),
+        "icmp4_echo": one(ip4(G4, GW4, 1, echo(False, 7, 1))),
+        "icmp6_echo": one(ip6(G6, GW6, 58, echo(True, 7, 1))),
+        "udp4_dns": one(u4),
+        "udp6_dns": one(u6),
+        "udp6_hopopts": one(ip6(G6, GW6, 17, udp(40001, 9, b"x" * 20),
+                                ext=bytes([17, 0, 1, 4, 0, 0, 0, 0]))),
+        "tcp4_syn": one(ip4(G4, GW4, 6, tcp_syn(40000, 80))),
+        "tcp6_syn": one(ip6(G6, GW6, 6, tcp_syn(40000, 80))),
+        "batch_mixed": batch([arp(1, GUEST_MAC, G4, GW4), u4, u4, u6,
+                              ip4(G4, GW4, 1, echo(False, 8, 2))]),
+        "batch_timers": batch([u4, u6], FIX | BATCH | TIMERS),
+        "bad_short": one(b"\x02" * 10, 0),
+        "bad_ihl": one(eth(OUR_MAC, 0x0800, bytes([0x4f]) + b"\0" * 30), 0),
+        "bad_frag": one(ip4(G4, GW4, 17, udp(1, 2, b""))[:20] +
+                        b"\x20\x00" + ip4(G4, GW4, 17, udp(1, 2, b""))[22:]),
+    }
+
+
+def stream():
+    f = arp(1, GUEST_MAC, G4, GW4)
+    rec = struct.pack("!I", len(f)) + f
+    two = rec + rec
+    return {
+        "whole": bytes([len(two)]) + two,
+        "split": bytes([3]) + two[:3] + bytes([50]) + two[3:53] +
+        bytes([255]) + two[53:],
+        "bad_len": bytes([8]) + struct.pack("!I", 0) + b"abcd",
+        "udp": bytes([255]) + struct.pack("!I", len(frames()["udp4_dns"]) - 1)
+        + frames()["udp4_dns"][1:],
+    }
+
+
+def conf():
+    z = lambda mode, *args: bytes([mode]) + b"\0".join(
+        a.encode() for a in args)
+    return {
+        "podman": z(0, "--config-net", "-t", "none", "-u", "none", "-T",
+                    "none", "-U", "none", "--dns-forward", "169.254.1.1",
+                    "--no-map-gw", "--quiet", "--netns",
+                    "/run/user/1000/netns/x"),
+        "ns_full": z(0, "-a", "198.51.100.7/24", "-g", "198.51.100.1", "-m",
+                     "1400", "-D", "2001:db8::53", "-S", "a.test,b.test",
+                     "-H", "guest", "--fqdn", "guest.a.test", "-M",
+                     "02:11:22:33:44:55", "-t", "127.0.0.1/8080:80,~81",
+                     "--log-size", "1M", "--", "sh", "-c", "true"),
+        "ns_pid": z(0, "-4", "--netns-only", "--userns", "/proc/1/ns/user",
+                    "1234"),
+        "vm": z(1, "-s", "/tmp/ferry.sock", "-1", "-F", "3", "--vhost-user",
+                "-u", "%lo/53", "--runas", "0:0", "-p", "/tmp/x.pcap"),
+        "vm_bad": z(1, "--netns", "x", "-m", "99999"),
+        "help": z(1, "--print-capabilities"),
+    }
+
+
+def fwd():
+    z = lambda *a: b"\0".join(x.encode() for x in a)
+    return {
+        "list": z("22,80:8080,1000-1010:2000-2010,~1005"),
+        "bind": z("198.51.100.1/22", "[2001:db8::1]%lo/443", "%eth0/80"),
+        "excl": z("~22-25"),
+        "auto": z("auto", "~53"),
+        "all": z("127.0.0.1/all", "~5353"),
+        "none": z("none", "none", "1"),
+    }
+
+
+def nlmsg(mtype, body, flags=0x2):
+    return struct.pack("=IHHII", 16 + len(body), mtype, flags, 0, 0) + body
+
+
+def rta(t, v):
+    n = 4 + len(v)
+    return struct.pack("=HH", n, t) + v + b"\0" * ((4 - n % 4) % 4)
+
+
+def netlink():
+    dg = lambda *msgs: struct.pack("!H", sum(map(len, msgs))) + b"".join(msgs)
+    done = nlmsg(3, struct.pack("=i", 0))
+    rtm = lambda fam: struct.pack("=BBBBBBBBI", fam, 0, 0, 0, 254, 3, 0, 1, 0)
+    route4 = nlmsg(24, rtm(2) + rta(15, struct.pack("=I", 254)) +
+                   rta(4, struct.pack("=I", 2)) + rta(5, a4(GW4)))
+    nh = lambda ifi, hops, gw: (lambda a: struct.pack(
+        "=HBBi", 8 + len(a), 0, hops, ifi) + a)(rta(5, gw))
+    route6mp = nlmsg(24, rtm(10) + rta(9, nh(2, 1, a6(GW6)) +
+                                       nh(3, 5, a6("fe80::9"))))
+    link = nlmsg(16, struct.pack("=BxHiII", 0, 1, 2, 0x1, 0) +
+                 rta(3, b"eth0\0") + rta(4, struct.pack("=I", 1500)) +
+                 rta(1, OUR_MAC))
+    ack = nlmsg(2, struct.pack("=i", 0) + b"\0" * 16)
+    addr = lambda fam, a: nlmsg(20, struct.pack("=BBBBI", fam, 24, 0, 0, 2) +
+                                rta(1, a) + rta(2, a) +
+                                rta(8, struct.pack("=I", 0)))
+    return {
+        "route4": bytes([0]) + dg(route4) + dg(done),
+        "route6_multipath": bytes([1]) + dg(route6mp, done),
+        "link": bytes([2]) + dg(link, ack),
+        "addr4": bytes([3]) + dg(addr(2, a4(G4)), done),
+        "addr6": bytes([4]) + dg(addr(10, a6(G6))) + dg(done),
+        "error": bytes([2]) + dg(nlmsg(2, struct.pack("=i", -19) + b"\0" * 16)),
+    }
+
+
+def main():
+    top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "corpus")
+    for target, seeds in (("frame", frames()), ("stream", stream()),
+                          ("conf", conf()), ("fwd", fwd()),
+                          ("netlink", netlink())):
+        d = os.path.join(top, target)
+        os.makedirs(d, exist_ok=True)
+        for name, data in seeds.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+/* test_regress.c - regression tests for bugs found by fuzzing and static
+ * analysis, and the replay of the fuzz corpus through the frame path.
+ *
+ * The replay feeds every file of test/fuzz/corpus/frame (seeds and the
+ * crash-* reproducers of fixed bugs) through fuzz_frames_feed(), the same
+ * decoder fuzz_frame uses, in a forked child inside a private network
+ * namespace (UDP and ping sockets are real). Under ASan/UBSan any
+ * regression is a crash; the test also checks that the seeds still reach
+ * the services (so the corpus does not rot into frames pkt_parse()
+ * refuses).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "ferry.h"
+#include "test/fuzz/fuzz.h"
+#include "unit.h"
+#include "util.h"
+
+#define CORPUS_FRAMES	"test/fuzz/corpus/frame"
+#define CORPUS_MAX	512
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* corpus_list() - sorted file names in dir (caller frees); -1 on error. */
+static int corpus_list(const char *dir, char **names, int max)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) && n < max)
+		if (e->d_name[0] != '.')
+			names[n++] = strdup(e->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(*names), name_cmp);
+	return n;
+}
+
+/* read_file() - whole file into a malloc()ed buffer; NULL on error. */
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *b = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 &&
+	    !fseek(f, 0, SEEK_SET) && (b = malloc((size_t)n + 1)) &&
+	    fread(b, 1, (size_t)n, f) == (size_t)n)
+		*len = (size_t)n;
+	else {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	return b;
+}
+
+/* replay() - child side: 0 if every file ran and seeds did their job. */
+static int replay(void)
+{
+	char *names[CORPUS_MAX], path[512];
+	uint64_t bad_csum = 0, tx = 0;
+	int i, n, seeds = 0;
+	struct ctx *c;
+
+	if (!fuzz_isolate()) {
+		printf("  cannot enter a private network namespace: %s "
+		       "(unit tests need root)\n", strerror(errno));
+		return 2;
+	}
+	n = corpus_list(CORPUS_FRAMES, names, CORPUS_MAX);
+	if (n < 10) {
+		printf("  %s: %d files (run from the source tree)\n",
+		       CORPUS_FRAMES, n);
+		return 1;
+	}
+	c = fuzz_frame_ctx();
+	for (i = 0; i < n; i++) {
+		bool seed = strncmp(names[i], "bad_", 4) &&
+			    strncmp(names[i], "crash-", 6);
+		uint64_t csum_before = c->stats.drops[DROP_L4_CSUM] +
+				       c->stats.drops[DROP_IP4_CSUM];
+		size_t len = 0;
+		uint8_t *d;
+
+		snprintf(path, sizeof(path), "%s/%s", CORPUS_FRAMES, names[i]);
+		if (!(d = read_file(path, &len))) {
+			printf("  cannot read %s\n", path);
+			return 1;
+		}
+		fuzz_frames_feed(c, d, len);
+		if (seed) {
+			seeds++;
+			bad_csum += c->stats.drops[DROP_L4_CSUM] +
+				    c->stats.drops[DROP_IP4_CSUM] - csum_before;
+		}
+		fuzz_frame_ctx_reset(c);
+		free(d);
+		free(names[i]);
+	}
+	tx = c->stats.tx_frames;
+	printf("  replayed %d files (%d seeds), %llu frames to the guest\n",
+	       n, seeds, (unsigned long long)tx);
+	if (bad_csum) {
+		printf("  %llu seed frames with wrong checksums\n",
+		       (unsigned long long)bad_csum);
+		return 1;
+	}
+	/* ARP, DHCP, DHCPv6, NDP seeds are all answered. */
+	return tx >= 10 ? 0 : 1;
+}
+
+TEST(fuzz_corpus_frames_replay)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int rc = replay();
+
+		fflush(stdout);
+		_exit(rc);
+	}
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+}
