@@ -10,6 +10,9 @@
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
 #                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink; run one with
 #                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
+#   make lint       cppcheck + clang-tidy (.clang-tidy); non-zero exit on any
+#                   finding (a few minutes: not part of make check)
+#   make valgrind   unit tests built without sanitizers, under valgrind memcheck
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -31,7 +34,7 @@ SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
 UNIT_SRCS += test/fuzz/fuzz_lib.c
 
-.PHONY: all clean check unit integration install run bench tools fuzz
+.PHONY: all clean check unit integration install run bench tools fuzz lint valgrind
 
 all: ferry
 
@@ -103,3 +106,15 @@ build/fuzz/fuzz_fwd: build/fuzz/obj/test/fuzz/fuzz_fwd.o build/fuzz/obj/fwd.o
 
 build/fuzz/fuzz_netlink: build/fuzz/obj/test/fuzz/fuzz_netlink.o build/fuzz/obj/util.o build/fuzz/obj/log.o
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+lint:
+	@bash test/lint.sh
+
+# Unit tests without sanitizers (valgrind and ASan do not mix).
+build/unit-plain: $(LIBSRCS) $(UNIT_SRCS) $(HDRS) test/unit/unit.h test/fuzz/fuzz.h Makefile
+	@mkdir -p build
+	$(CC) $(BASE) -O1 -g -DFERRY_TEST -I. -o $@ $(LIBSRCS) $(UNIT_SRCS)
+
+valgrind: build/unit-plain
+	valgrind --error-exitcode=1 --leak-check=no --track-fds=no \
+		--child-silent-after-fork=no ./build/unit-plain

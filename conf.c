@@ -196,9 +196,11 @@ static bool h_log_size(struct conf *c, struct pstate *ps, const struct opt *o,
 	int shift;
 
 	(void)o;
+	if (!isdigit((unsigned char)*arg))
+		return bad(ps, "'%s' is not a valid size", arg);
 	errno = 0;
-	v = isdigit((unsigned char)*arg) ? strtoull(arg, &end, 10) : 0;
-	if (!isdigit((unsigned char)*arg) || errno)
+	v = strtoull(arg, &end, 10);
+	if (errno)
 		return bad(ps, "'%s' is not a valid size", arg);
 	if (*end) {
 		u = strchr(units, tolower((unsigned char)*end));

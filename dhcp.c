@@ -463,7 +463,7 @@ static void put_config(const struct ctx *c, const struct dhcp_req *r,
 	if (r->type != DHCPINFORM)
 		opt_put32(o, OPT_LEASE, DHCP_INFINITE);
 	if (r->rapid && r->type == DHCPDISCOVER)
-		opt_put(o, OPT_RAPID, NULL, 0);
+		opt_put(o, OPT_RAPID, "", 0);
 	/* Clients honouring 121 ignore the router option: it must not be
 	 * crowded out. */
 	put_option(c, r, o, OPT_ROUTES);

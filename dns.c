@@ -66,7 +66,7 @@ static void push6(struct in6_addr *list, int *n, const struct in6_addr *a)
 /* dns_init4() - the IPv4 rewrite (see the table above). */
 static void dns_init4(struct conf_ip4 *ip)
 {
-	struct in_addr orig[CONF_MAX_DNS], out[CONF_MAX_DNS];
+	struct in_addr orig[CONF_MAX_DNS], out[CONF_MAX_DNS] = { 0 };
 	int i, n = MIN(ip->dns_count, CONF_MAX_DNS), k = 0;
 	char s[INET_ADDRSTRLEN], m[INET_ADDRSTRLEN];
 
@@ -112,7 +112,7 @@ static void dns_init4(struct conf_ip4 *ip)
  * loopback in resolv.conf is not a thing). */
 static void dns_init6(struct conf_ip6 *ip)
 {
-	struct in6_addr orig[CONF_MAX_DNS], out[CONF_MAX_DNS];
+	struct in6_addr orig[CONF_MAX_DNS], out[CONF_MAX_DNS] = { 0 };
 	int i, n = MIN(ip->dns_count, CONF_MAX_DNS), k = 0;
 	char s[INET6_ADDRSTRLEN], m[INET6_ADDRSTRLEN];
 

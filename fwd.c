@@ -149,6 +149,16 @@ static bool parse_bind(const char *s, const char *end, struct fwd_bind *b,
 	return true;
 }
 
+/* bind_eq() - same bind prefix? Field by field: struct assignment need
+ * not copy padding, so memcmp() of two equal binds may differ. */
+static bool bind_eq(const struct fwd_bind *a, const struct fwd_bind *b)
+{
+	return a->has_addr4 == b->has_addr4 && a->has_addr6 == b->has_addr6 &&
+	       a->addr4.s_addr == b->addr4.s_addr &&
+	       !memcmp(&a->addr6, &b->addr6, sizeof(a->addr6)) &&
+	       !strncmp(a->ifname, b->ifname, IFNAMSIZ);
+}
+
 /* bind_index() - the binds[] entry equal to *b, added if new. */
 static int bind_index(struct fwd_spec *f, const struct fwd_bind *b,
 		      char *err, size_t errlen)
@@ -158,7 +168,7 @@ static int bind_index(struct fwd_spec *f, const struct fwd_bind *b,
 	if (!f->nbinds)
 		f->nbinds = 1;		/* binds[0]: wildcard, all zero */
 	for (i = 0; i < f->nbinds; i++)
-		if (!memcmp(&f->binds[i], b, sizeof(*b)))
+		if (bind_eq(&f->binds[i], b))
 			return (int)i;
 	if (f->nbinds >= FWD_BIND_MAX) {
 		snprintf(err, errlen, "more than %d different bind prefixes",

@@ -336,6 +336,7 @@ void icmp_sock_handler(struct ctx *c, uint32_t idx, uint32_t events)
 		socklen_t fl_len = sizeof(from);
 		ssize_t n;
 
+		from.ss_family = AF_UNSPEC;	/* if no address comes back */
 		n = recvfrom(pf->sock, c->icmp.rxbuf, ICMP_RX_BUF, MSG_DONTWAIT,
 			     (struct sockaddr *)&from, &fl_len);
 		if (n < 0) {

@@ -200,7 +200,7 @@ static size_t quote_udp(uint8_t *q, size_t max, const struct icmp_err_orig *o)
 bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
 		       const struct icmp_err_orig *o)
 {
-	uint8_t buf[ICMP6_HLEN + ICMP6_QUOTE_MAX], type, code;
+	uint8_t buf[ICMP6_HLEN + ICMP6_QUOTE_MAX], type = 0, code = 0;
 	bool v6 = !inany_is4(&o->src);
 	size_t ulen = UDP_HLEN + o->full_len, n;
 	uint32_t mtu = 0;

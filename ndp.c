@@ -133,7 +133,7 @@ static enum drop_reason send_to(struct ctx *c, const struct in6_addr *src,
 				const struct in6_addr *dst, const void *m,
 				size_t len)
 {
-	uint8_t mac[6];
+	uint8_t mac[6] = { 0 };
 	bool mc = in6_is_mcast(dst);
 
 	if (mc)
@@ -355,7 +355,7 @@ static int64_t ra_interval(unsigned int sent)
 	uint32_t r;
 
 	if (sent <= RA_INITIAL_N)
-		return 1000ll << (sent - 1);	/* 1, 2, 4 s */
+		return 1000LL << (sent - 1);	/* 1, 2, 4 s */
 	random_bytes(&r, sizeof(r));
 	return RA_MIN_MS + r % (RA_MAX_MS - RA_MIN_MS + 1);
 }

@@ -179,7 +179,8 @@ static int nl_xfer(int fd, struct nl_msg *m, nl_parse_fn fn, void *arg)
 
 /* Attribute iteration over the payload of a reply message. */
 #define for_each_rta(rta, start, len) \
-	for (rta = (start); RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
+	for ((rta) = (start); RTA_OK((rta), (len)); \
+	     (rta) = RTA_NEXT((rta), (len)))
 
 /* rta_u32() - a u32 attribute's value, false if it is too short. */
 static bool rta_u32(const struct rtattr *rta, uint32_t *v)
