@@ -19,6 +19,9 @@
  *                                   (else the rest is one frame)
  *                      FZ_TIMERS    advance time 61 s and run module timers
  *                                   after the batch
+ *                      FZ_EVENTS    then handle ready host sockets, as the
+ *                                   loop would (loopback peers answer: TCP
+ *                                   port 80, UDP port 53, ping)
  *   byte 1..    the frame(s)
  */
 #ifndef FERRY_FUZZ_H
@@ -33,6 +36,7 @@ struct ctx;
 #define FZ_FIX_CSUM	0x01
 #define FZ_BATCH	0x02
 #define FZ_TIMERS	0x04
+#define FZ_EVENTS	0x08
 
 /* fuzz_isolate() - enter a new network namespace (a new user namespace
  * too when not root) and bring loopback up. Returns false, with errno,
@@ -41,11 +45,12 @@ bool fuzz_isolate(void);
 
 /* fuzz_frame_ctx() - the unit-test harness context with every service
  * on: ARP, NDP, DHCP, DHCPv6, ICMP echo (ping sockets, if the namespace
- * allows them), UDP, gateway mapping, and pcap capture into /dev/null. */
+ * allows them), UDP, TCP, gateway mapping, pcap capture into /dev/null,
+ * and loopback peers (call only after fuzz_isolate()). */
 struct ctx *fuzz_frame_ctx(void);
 
 /* fuzz_frame_ctx_reset() - forget what earlier inputs taught the context
- * (guest MAC and addresses, UDP and ICMP flows), frames to the guest
+ * (guest MAC and addresses, TCP, UDP and ICMP flows), frames to the guest
  * included, so each input starts from the same state. */
 void fuzz_frame_ctx_reset(struct ctx *c);
 

@@ -18,8 +18,17 @@
 #include "log.h"
 #include "nat.h"
 #include "pkt.h"
+#include "tcp_conn.h"
 #include "util.h"
 #include "test/unit/unit.h"
+
+/* Loopback peers inside the namespace, so that flows to the gateway
+ * (mapped to host loopback) meet real sockets: a TCP listener on port 80
+ * (v4 and v6) that accepts, writes a little and closes, and a UDP socket
+ * on port 53 that answers every datagram. */
+#define PEER_PORT_TCP	80
+#define PEER_PORT_UDP	53
+static int peer_fd[4] = { -1, -1, -1, -1 };	/* tcp4, tcp6, udp4, udp6 */
 
 /* write_file() - write s to path; false on any failure. */
 static bool write_file(const char *path, const char *s)
@@ -61,6 +70,30 @@ bool fuzz_isolate(void)
 	return true;
 }
 
+/* peer_open() - one loopback peer socket; -1 if it cannot be had. */
+static int peer_open(bool v6, int type, uint16_t port)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT,
+				   .sin6_port = htons(port) };
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1, s = socket(v6 ? AF_INET6 : AF_INET,
+				type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s, v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
+		 v6 ? sizeof(a6) : sizeof(a4)) ||
+	    (type == SOCK_STREAM && listen(s, 128))) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
 struct ctx *fuzz_frame_ctx(void)
 {
 	struct ctx *c = test_ctx();
@@ -71,8 +104,85 @@ struct ctx *fuzz_frame_ctx(void)
 	nat_init(c);
 	icmp_init(c);
 	udp_init(c);
+	tcp_init(c);
 	ndp_init(c);
+	peer_fd[0] = peer_open(false, SOCK_STREAM, PEER_PORT_TCP);
+	peer_fd[1] = peer_open(true, SOCK_STREAM, PEER_PORT_TCP);
+	peer_fd[2] = peer_open(false, SOCK_DGRAM, PEER_PORT_UDP);
+	peer_fd[3] = peer_open(true, SOCK_DGRAM, PEER_PORT_UDP);
 	return c;
+}
+
+/* peers_serve() - the loopback peers' side: accept, say hello, close;
+ * answer datagrams. Non-blocking, bounded. */
+static void peers_serve(void)
+{
+	static const char hello[] = "HTTP/1.0 200 OK\r\n\r\nhello";
+	uint8_t buf[2048];
+	int i, k;
+
+	for (i = 0; i < 2; i++) {
+		for (k = 0; peer_fd[i] >= 0 && k < 16; k++) {
+			int a = accept4(peer_fd[i], NULL, NULL, SOCK_CLOEXEC);
+
+			if (a < 0)
+				break;
+			if (write(a, hello, sizeof(hello) - 1) < 0)
+				k = 16;
+			close(a);
+		}
+	}
+	for (i = 2; i < 4; i++) {
+		for (k = 0; peer_fd[i] >= 0 && k < 16; k++) {
+			struct sockaddr_in6 sa;
+			socklen_t sl = sizeof(sa);
+			ssize_t n = recvfrom(peer_fd[i], buf, sizeof(buf),
+					     MSG_DONTWAIT,
+					     (struct sockaddr *)&sa, &sl);
+
+			if (n < 0)
+				break;
+			sendto(peer_fd[i], buf, (size_t)n, MSG_DONTWAIT,
+			       (struct sockaddr *)&sa, sl);
+		}
+	}
+}
+
+/* events() - what the loop does with ready sockets (loop.c dispatch()
+ * for the socket types), a few rounds while anything is ready. */
+static void events(struct ctx *c)
+{
+	struct epoll_event ev[64];
+	int round, i, n;
+
+	for (round = 0; round < 4; round++) {
+		peers_serve();
+		n = epoll_wait(c->epfd, ev, 64, 0);
+		for (i = 0; i < n; i++) {
+			union eref ref = { .u64 = ev[i].data.u64 };
+
+			switch (ref.type) {
+			case EREF_PING:
+				icmp_sock_handler(c, ref.idx, ev[i].events);
+				break;
+			case EREF_TCP:
+			case EREF_TCP_LISTEN:
+			case EREF_TCP_TIMER:
+			case EREF_TCP_SPLICE:
+				tcp_sock_handler(c, ref.u64, ev[i].events);
+				break;
+			case EREF_UDP:
+			case EREF_UDP_LISTEN:
+				udp_sock_handler(c, ref.u64, ev[i].events);
+				break;
+			default:
+				break;
+			}
+		}
+		tap_flush(c);
+		if (n <= 0)
+			break;
+	}
 }
 
 /* advance() - move the context's clock forward by ms. */
@@ -98,6 +208,12 @@ static void timers(struct ctx *c)
 
 void fuzz_frame_ctx_reset(struct ctx *c)
 {
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_TCP); fl; fl = nx) {
+		nx = flow_next(&c->flows, fl);
+		tcp_conn_close(c, fl, true);
+	}
 	udp_close_all(c);
 	advance(c, 24 * 3600 * 1000);	/* every ping flow idles out */
 	icmp_timer(c);
@@ -241,6 +357,8 @@ void fuzz_frames_feed(struct ctx *c, const uint8_t *data, size_t size)
 		}
 	}
 	tap_input(c);
+	if (flags & FZ_EVENTS)
+		events(c);
 	if (flags & FZ_TIMERS) {
 		advance(c, 61000);
 		timers(c);

@@ -1,7 +1,7 @@
 /* fuzz_netlink.c - libFuzzer target: rtnetlink reply parsing (netlink.c).
  *
  * netlink.c is compiled into this file with its socket calls replaced:
- * sendto() accepts the request, recvmsg() returns the fuzz input as
+ * send() accepts the request, recvmsg() returns the fuzz input as
  * reply datagrams, and the sequence number is fixed at 0 so fuzzed
  * replies can match it. Everything past the kernel boundary runs for
  * real: nl_xfer()'s message walk, the error/done handling and the route,
@@ -20,10 +20,11 @@
 static const uint8_t *fz_data;
 static size_t fz_size, fz_off;
 
-static ssize_t fz_sendto(int fd, const void *buf, size_t len, int flags,
-			 const struct sockaddr *sa, socklen_t sl)
+static ssize_t fz_send(int fd, const void *buf, size_t len, int flags)
 {
-	(void)fd; (void)buf; (void)flags; (void)sa; (void)sl;
+	(void)fd;
+	(void)buf;
+	(void)flags;
 	return (ssize_t)len;
 }
 
@@ -54,7 +55,7 @@ static void fz_random_bytes(void *buf, size_t len)
 	memset(buf, 0, len);
 }
 
-#define sendto		fz_sendto
+#define send		fz_send
 #define recvmsg		fz_recvmsg
 #define random_bytes	fz_random_bytes
 #include "netlink.c"

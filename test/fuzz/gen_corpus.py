@@ -23,7 +23,7 @@ OUR_MAC = bytes.fromhex("9a559a559a55")
 BCAST = b"\xff" * 6
 G4, GW4 = "198.51.100.2", "198.51.100.1"
 G6, GW6, LL6 = "2001:db8::2", "fe80::1", "fe80::2"
-FIX, BATCH, TIMERS = 1, 2, 4
+FIX, BATCH, TIMERS, EVENTS = 1, 2, 4, 8
 
 
 def a4(s):
@@ -83,11 +83,16 @@ def udp(sport, dport, data):
     return struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
 
 
+def tcp_seg(sport, dport, flags, seq=1000, ack=0, data=b"", opts=b""):
+    return struct.pack("!HHIIBBHHH", sport, dport, seq, ack,
+                       (5 + len(opts) // 4) << 4, flags, 65535, 0, 0) + \
+        opts + data
+
+
 def tcp_syn(sport, dport):
     opts = bytes([2, 4, 0x05, 0xb4, 1, 3, 3, 7, 4, 2, 8, 10]) + \
         struct.pack("!II", 12345, 0) + b"\0\0"
-    return struct.pack("!HHIIBBHHH", sport, dport, 1000, 0,
-                       (5 + len(opts) // 4) << 4, 0x02, 65535, 0, 0) + opts
+    return tcp_seg(sport, dport, 0x02, opts=opts)
 
 
 def arp(op, sha, spa, tpa):
@@ -178,14 +183,25 @@ def frames():
         "ndp_na": one(ip6(LL6, "ff02::1", 58,
                           ndp(136, bytes([0x20, 0, 0, 0]) + a6(LL6) +
                               bytes([2, 1]) + GUEST_MAC), hlim=255)),
-        "icmp4_echo": one(ip4(G4, GW4, 1, echo(False, 7, 1))),
-        "icmp6_echo": one(ip6(G6, GW6, 58, echo(True, 7, 1))),
-        "udp4_dns": one(u4),
-        "udp6_dns": one(u6),
+        "icmp4_echo": one(ip4(G4, GW4, 1, echo(False, 7, 1)), FIX | EVENTS),
+        "icmp6_echo": one(ip6(G6, GW6, 58, echo(True, 7, 1)), FIX | EVENTS),
+        "udp4_dns": one(u4, FIX | EVENTS),
+        "udp6_dns": one(u6, FIX | EVENTS),
+        "udp4_refused": one(ip4(G4, GW4, 17, udp(40002, 9, b"x")),
+                            FIX | EVENTS),
         "udp6_hopopts": one(ip6(G6, GW6, 17, udp(40001, 9, b"x" * 20),
-                                ext=bytes([17, 0, 1, 4, 0, 0, 0, 0]))),
-        "tcp4_syn": one(ip4(G4, GW4, 6, tcp_syn(40000, 80))),
-        "tcp6_syn": one(ip6(G6, GW6, 6, tcp_syn(40000, 80))),
+                                ext=bytes([17, 0, 1, 4, 0, 0, 0, 0])),
+                            FIX | EVENTS),
+        "tcp4_syn": one(ip4(G4, GW4, 6, tcp_syn(40000, 80)), FIX | EVENTS),
+        "tcp6_syn": one(ip6(G6, GW6, 6, tcp_syn(40000, 80)), FIX | EVENTS),
+        "tcp4_refused": one(ip4(G4, GW4, 6, tcp_syn(40003, 9)),
+                            FIX | EVENTS | TIMERS),
+        "tcp4_syn_data_rst": batch([
+            ip4(G4, GW4, 6, tcp_syn(40004, 80)),
+            ip4(G4, GW4, 6, tcp_seg(40004, 80, 0x18, 1001, 1, b"GET /")),
+            ip4(G4, GW4, 6, tcp_seg(40004, 80, 0x11, 1006, 1)),
+            ip4(G4, GW4, 6, tcp_seg(40004, 80, 0x04, 1007))],
+            FIX | BATCH | EVENTS),
         "batch_mixed": batch([arp(1, GUEST_MAC, G4, GW4), u4, u4, u6,
                               ip4(G4, GW4, 1, echo(False, 8, 2))]),
         "batch_timers": batch([u4, u6], FIX | BATCH | TIMERS),
