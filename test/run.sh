@@ -33,6 +33,13 @@ if [ "$rc" != 0 ] && ! grep -q "unit: .* failed" "$log"; then
 	echo "unit test binary crashed (exit $rc)"; fail=$((fail + 1))
 fi
 
+# The VM tests boot a guest built from Debian packages (test/guest): build
+# it here, outside the sandbox, where apt-get can install what is missing;
+# inside, the session fixture finds it up to date (cached between runs).
+echo "== guest image for the VM tests (test/guest/build.sh)"
+bash test/guest/build.sh >/dev/null ||
+	echo "guest build failed: the VM tests will fail saying why"
+
 echo "== integration tests (sandbox)"
 export FERRY_BIN=${FERRY_BIN:-$PWD/build/ferry-test}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
