@@ -21,6 +21,8 @@ a path it cannot do, gives n/a with the reason; the run goes on.
 Environment: BENCH_RUNS (N, default 3), BENCH_TIME (seconds per run,
 default 3), BENCH_QUICK=1 (N=1, 2 s, a subset: ~2 minutes),
 BENCH_TOOLS (comma list, default veth,ferry,pasta,slirp4netns),
+BENCH_VM=0/1 (the VM-mode rows: ferry vm and passt with the qemu guest;
+default 1, 0 in quick mode),
 BENCH_ONLY (regex on path ids), FERRY_BIN, BENCH_OUT (default build/bench),
 BENCH_PUBLISH=1/0 (write doc/bench.svg and doc/bench.md; default: only
 after a full run).
@@ -37,6 +39,7 @@ import backends  # noqa: E402
 import measure  # noqa: E402
 import procs  # noqa: E402
 import report  # noqa: E402
+import vm  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -44,13 +47,20 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 class Path:
     """One row: what is measured, how, and which way is better."""
 
-    def __init__(self, pid, label, unit, better, kind, fam, mtu, **args):
+    def __init__(self, pid, label, unit, better, kind, fam, mtu, tools=None, **args):
         self.id, self.label, self.unit, self.better = pid, label, unit, better
         self.kind, self.fam, self.mtu, self.args = kind, fam, mtu, args
+        self.tools = tools	# None: the namespace tools (veth, ferry, pasta, slirp4netns)
+        self.base = "passt" if tools else "veth"
 
 
-def plan(quick):
+def plan(quick, vm):
     rows = []
+    for rev, d in ((False, "g2h"), (True, "h2g")) if vm else ():
+        arrow = "guest->host" if not rev else "host->guest"
+        rows.append(Path(f"vm-tcp1-{d}-v4", f"VM (qemu TCG): TCP 1 stream {arrow} IPv4",
+                         "Gbit/s", "higher", "vm", "4", 65520, tools=["ferry", "passt"],
+                         dir=d))
     for mtu in (65520, 1500):
         for fam in ("4", "6"):
             for streams in (1, 4):
@@ -93,18 +103,22 @@ class Bench:
         self.secs = int(os.environ.get("BENCH_TIME", "2" if quick else "3"))
         self.tools = os.environ.get("BENCH_TOOLS", "veth,ferry,pasta,slirp4netns").split(",")
         only = os.environ.get("BENCH_ONLY")
-        self.rows = [r for r in plan(quick) if not only or re.search(only, r.id)]
+        self.vm = os.environ.get("BENCH_VM", "0" if quick else "1") == "1"
+        self.rows = [r for r in plan(quick, self.vm) if not only or re.search(only, r.id)]
         self.out = os.path.abspath(os.environ.get("BENCH_OUT", os.path.join(ROOT, "build", "bench")))
         self.work = os.path.join(self.out, "work")
         os.makedirs(self.work, exist_ok=True)
         self.root = ROOT
         self.ferry = os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry"))
         self.pingpong = os.path.join(self.out, "pingpong")
-        self.results = {r.id: {t: {"runs": []} for t in self.tools} for r in self.rows}
-        self.tool_info = {t: {} for t in self.tools}
+        self.results = {r.id: {t: {"runs": []} for t in self.row_tools(r)} for r in self.rows}
+        self.tool_info = {t: {} for r in self.rows for t in self.row_tools(r)}
         pub = os.environ.get("BENCH_PUBLISH")
         self.publish = pub == "1" if pub else not (quick or only or
                                                    "BENCH_TOOLS" in os.environ)
+
+    def row_tools(self, row):
+        return row.tools or self.tools
 
     def log(self, msg):
         print(msg, file=sys.stderr, flush=True)
@@ -233,16 +247,44 @@ class Bench:
         self.build_pingpong()
         self.servers = measure.Servers(self.work, self.pingpong)
         for mtu in (65520, 1500):
-            rows = [r for r in self.rows if r.mtu == mtu]
+            rows = [r for r in self.rows if r.mtu == mtu and r.kind != "vm"]
             if rows:
                 self.stage(mtu, rows)
+        vm_rows = [r for r in self.rows if r.kind == "vm"]
+        if vm_rows:
+            self.vm_stage(vm_rows)
         self.finish(time.time() - t0)
+
+    def vm_stage(self, rows):
+        """ferry vm and passt, one guest boot each (see vm.py)."""
+        self.log("== VM mode (qemu guest): ferry vm, passt")
+        why = os.environ.get("BENCH_VM_ERROR") or self.servers.ensure("iperf3")
+        argvs = {"ferry": [self.ferry, "vm", "-f", "-1", "-t", "none", "-u", "none"],
+                 "passt": ["passt", "-f", "-1", "--runas", "0", "-t", "none", "-u", "none"]}
+        for tool, argv in argvs.items():
+            res, info, err = (None, {}, why) if why else vm.run_tool(
+                tool, argv, ROOT, self.work, self.n, self.secs, measure.IPERF_PORT)
+            if info.get("peak_rss_kib"):
+                self.tool_info[tool]["vm_peak_rss_kib"] = info["peak_rss_kib"]
+            for row in rows:
+                slot = self.results[row.id][tool]
+                if err:
+                    slot["na"] = err
+                    continue
+                for i, r in enumerate(res[row.args["dir"]]):
+                    if r["value"] is None:
+                        slot.setdefault("errors", []).append(r["error"])
+                    else:
+                        slot["runs"].append(r)
+                    shown = (f"{r['value']:.3f} Gbit/s{report.extras(r.get('min'), None, None)}"
+                             if r["value"] is not None else "error: " + r["error"])
+                    self.log(f"    {tool:12s} {row.id} run {i + 1}: {shown}")
 
     def finish(self, elapsed):
         summary = {}
         for row in self.rows:
             per = {}
-            for t in self.tools:
+            for t in self.row_tools(row):
                 s = self.results[row.id][t]
                 runs = s["runs"]
                 if not runs:

@@ -9,14 +9,14 @@ not do the row shows "n/a". veth (the kernel's limit) is the line at 1.0.
 from xml.sax.saxutils import escape
 
 COLORS = {"veth": "#9e9e9e", "ferry": "#d9480f", "pasta": "#1c7ed6",
-          "slirp4netns": "#37b24d", "passt": "#1c7ed6", "ferry-vm": "#d9480f"}
+          "slirp4netns": "#37b24d", "passt": "#7048e8"}
 LABEL_W, BAR_W, RIGHT_W, BAR_H, GAP, TOP = 330, 520, 90, 9, 9, 92
 
 
 def _rel(row, tool):
     r = row["results"].get(tool, {})
     v = r.get("median")
-    base = row["results"].get("veth", {}).get("median")
+    base = row["results"].get(row.get("base", "veth"), {}).get("median")
     if v is None or not base:
         return None, v
     if row["better"] == "lower":
@@ -35,7 +35,7 @@ def _fmt(v, unit):
 def write(path, doc):
     tools = doc["tools"]
     rows = doc["rows"]
-    rels = [_rel(r, t)[0] for r in rows for t in tools]
+    rels = [_rel(r, t)[0] for r in rows for t in r.get("tools", tools)]
     top = max([x for x in rels if x] + [1.2])
     top = min(top, 3.0)
     group_h = len(tools) * BAR_H + GAP
@@ -54,7 +54,10 @@ def write(path, doc):
          f'{m["seconds_per_run"]} s; `{escape(m["command"])}`. Numbers: absolute medians '
          '(Gbit/s, us, req/s).</text>']
     lx = 10
-    for t in tools:
+    legend = list(tools)
+    for r in rows:
+        legend += [t for t in r.get("tools", []) if t not in legend]
+    for t in legend:
         o.append(f'<rect x="{lx}" y="50" width="12" height="12" fill="{COLORS.get(t, "#888")}"/>')
         o.append(f'<text x="{lx + 16}" y="60">{escape(t)}</text>')
         lx += 30 + 7 * len(t)
@@ -74,9 +77,10 @@ def write(path, doc):
         if i % 2:
             o.append(f'<rect x="0" y="{y - 2}" width="{width}" height="{group_h}" '
                      'fill="#f6f6f6" fill-opacity="0.7"/>')
+        label = r["label"] + (f" (vs {r['base']})" if r.get("base", "veth") != "veth" else "")
         o.append(f'<text x="{LABEL_W - 8}" y="{y + len(tools) * BAR_H / 2 + 4:.1f}" '
-                 f'text-anchor="end">{escape(r["label"])}</text>')
-        for j, t in enumerate(tools):
+                 f'text-anchor="end">{escape(label)}</text>')
+        for j, t in enumerate(r.get("tools", tools)):
             rel, v = _rel(r, t)
             by = y + j * BAR_H
             if v is None:

@@ -62,14 +62,24 @@ def stop_all():
 
 
 def run(argv, timeout, **kw):
-    """Run a short command; returns CompletedProcess (rc 124 on timeout)."""
+    """Run a short command in its own session; returns CompletedProcess.
+
+    On timeout the whole session is killed (run.sh's qemu included) and
+    the result has returncode 124.
+    """
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, text=True, start_new_session=True, **kw)
+    _started.append(p)
     try:
-        return subprocess.run(argv, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, **kw)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
-        return subprocess.CompletedProcess(argv, 124, out, err + f"\ntimeout after {timeout}s")
+        out, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        _signal_group(p, signal.SIGKILL)
+        out, err = p.communicate()
+        rc, err = 124, (err or "") + f"\ntimeout after {timeout}s"
+    _signal_group(p, signal.SIGKILL)	# leftovers of the session, if any
+    _started.remove(p)
+    return subprocess.CompletedProcess(argv, rc, out or "", err or "")
 
 
 def wait_for(pred, timeout, interval=0.02):

@@ -57,8 +57,9 @@ def meta(b, elapsed):
 
 
 def ratios(row, per):
+    """(ferry / base tool, ferry / best peer); None where not measurable."""
     f = per.get("ferry", {}).get("median")
-    v = per.get("veth", {}).get("median")
+    v = per.get(row.base, {}).get("median")
     peers = [per[p]["median"] for p in PEERS if per.get(p, {}).get("median")]
     best = (max(peers) if row.better == "higher" else min(peers)) if peers else None
     rv = f / v if f is not None and v else None
@@ -93,31 +94,53 @@ def cell(d, unit):
                                                d.get("p99"))
 
 
+def _ratio(x):
+    return f"{x:.2f}" if x else "n/a"
+
+
 def table(b, summary):
-    """Rows of strings: the main table, CPU/RSS section, and n/a reasons."""
-    head = ["path", "unit"] + b.tools + ["f/veth", "f/peer"]
-    lines, notes = [head], []
-    for row in b.rows:
+    """(main table, CPU/RSS/VM section, n/a reasons) as rows of strings."""
+    ns_rows = [r for r in b.rows if not r.tools]
+    vm_rows = [r for r in b.rows if r.tools]
+    lines, notes = [["path", "unit"] + b.tools + ["f/veth", "f/peer"]], []
+    for row in ns_rows:
         per = summary[row.id]
         rv, rp = ratios(row, per)
         lines.append([row.label, row.unit] + [cell(per[t], row.unit) for t in b.tools]
-                     + [f"{rv:.2f}" if rv else "n/a", f"{rp:.2f}" if rp else "n/a"])
-        for t in b.tools:
-            if "na" in per[t]:
-                notes.append(f"{t} / {row.id}: {per[t]['na']}")
-    cpu = [["CPU s/GiB (translator process)", ""] + [""] * len(b.tools) + ["", ""]]
+                     + [_ratio(rv), _ratio(rp)])
     for row in b.rows:
+        for t in b.row_tools(row):
+            if "na" in summary[row.id][t]:
+                notes.append(f"{t} / {row.id}: {summary[row.id][t]['na']}")
+    pad = [""] * len(b.tools)
+    extra = [["CPU s/GiB (translator process)", ""] + pad + ["", ""]]
+    for row in ns_rows:
         if row.kind != "tcp":
             continue
         per = summary[row.id]
         vals = [f"{per[t]['cpu_s_per_gib']:.2f}" if per[t].get("cpu_s_per_gib") is not None
                 else "-" for t in b.tools]
         if any(v != "-" for v in vals):
-            cpu.append(["  " + row.label, "s/GiB"] + vals + ["", ""])
-    rss = ["peak RSS (VmHWM)", "MiB"] + [
-        f"{b.tool_info[t]['peak_rss_kib'] / 1024:.1f}" if b.tool_info[t].get("peak_rss_kib")
-        else "-" for t in b.tools] + ["", ""]
-    return lines, cpu + [rss], notes
+            extra.append(["  " + row.label, "s/GiB"] + vals + ["", ""])
+    extra.append(["peak RSS (VmHWM)", "MiB"] + [_mib(b.tool_info.get(t, {}), "peak_rss_kib")
+                                              for t in b.tools] + ["", ""])
+    if vm_rows:
+        extra.append(["VM mode (qemu guest, TCG)", ""] + ["ferry vm", "passt"]
+                     + [""] * (len(b.tools) - 2) + ["f/passt", ""])
+        for row in vm_rows:
+            per = summary[row.id]
+            rv, _ = ratios(row, per)
+            extra.append(["  " + row.label, row.unit] + [cell(per[t], row.unit) for t in
+                                                         ("ferry", "passt")]
+                         + [""] * (len(b.tools) - 2) + [_ratio(rv), ""])
+        extra.append(["  peak RSS (VmHWM)", "MiB"] + [
+            _mib(b.tool_info.get(t, {}), "vm_peak_rss_kib") for t in ("ferry", "passt")]
+            + [""] * (len(b.tools) - 2) + ["", ""])
+    return lines, extra, notes
+
+
+def _mib(info, key):
+    return f"{info[key] / 1024:.1f}" if info.get(key) else "-"
 
 
 def render_text(rows):
@@ -153,8 +176,9 @@ def write_all(b, summary, elapsed):
     for row in b.rows:
         rv, rp = ratios(row, summary[row.id])
         doc["rows"].append({"id": row.id, "label": row.label, "unit": row.unit,
+                            "tools": b.row_tools(row), "base": row.base,
                             "better": row.better, "mtu": row.mtu, "family": row.fam,
-                            "results": summary[row.id], "ferry_vs_veth": rv,
+                            "results": summary[row.id], "ferry_vs_base": rv,
                             "ferry_vs_best_peer": rp})
     with open(os.path.join(b.out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)

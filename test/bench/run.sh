@@ -30,4 +30,16 @@ if [ -n "$missing" ]; then
 	{ echo "bench: apt-get failed, see /tmp/ferry-bench-apt.log" >&2; exit 1; }
 fi
 [ -x ./ferry ] || make ferry
-exec bash test/sandbox.sh /usr/bin/python3 test/bench/bench.py "$@"
+# VM-mode rows need the qemu guest of test/guest (built outside the
+# sandbox: a first build installs packages).
+vm_default=1; [ "${BENCH_QUICK:-}" = 1 ] && vm_default=0
+if [ "${BENCH_VM:-$vm_default}" = 1 ] &&
+   ! test/guest/build.sh >/tmp/ferry-bench-guest.log 2>&1; then
+	export BENCH_VM_ERROR="guest build failed: $(tail -n 2 /tmp/ferry-bench-guest.log | tr '\n' ' ')"
+fi
+# A PID namespace of its own inside the sandbox: whatever happens to the
+# run (Ctrl-C, kill -9 of the whole chain), the kernel ends every process
+# it started when bench.py (PID 1 there) ends; bench.py itself also stops
+# each process it started, by PID, on every exit path.
+exec bash test/sandbox.sh unshare --pid --fork --kill-child --mount-proc \
+	/usr/bin/python3 test/bench/bench.py "$@"
