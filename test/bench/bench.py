@@ -24,8 +24,10 @@ BENCH_TOOLS (comma list, default veth,ferry,pasta,slirp4netns),
 BENCH_VM=0/1 (the VM-mode rows: ferry vm and passt with the qemu guest;
 default 1, 0 in quick mode),
 BENCH_ONLY (regex on path ids), FERRY_BIN, BENCH_OUT (default build/bench),
-BENCH_PUBLISH=1/0 (write doc/bench.svg and doc/bench.md; default: only
-after a full run).
+BENCH_PUBLISH=1/0 (write doc/bench.svg, doc/bench.md's results and
+README.md's chart caption; default: only after a full run).
+`bench.py --render build/bench/results.json` re-makes the table, chart
+and docs from a saved run (no sandbox needed).
 """
 import os
 import re
@@ -310,7 +312,27 @@ class Bench:
         report.write_all(self, summary, elapsed)
 
 
+def render(path):
+    """Re-make the table, chart and docs from a saved results.json."""
+    import json
+    with open(path) as f:
+        doc = json.load(f)
+    b = Bench()
+    b.tools, b.tool_info = doc["tools"], doc["tool_info"]
+    b.rows = []
+    for r in doc["rows"]:
+        tools = r.get("tools") if r.get("base", "veth") != "veth" else None
+        kind = r.get("kind") or re.sub(r"\d+$", "", r["id"].split("-")[0])
+        b.rows.append(Path(r["id"], r["label"], r["unit"], r["better"], kind, r["family"],
+                           r["mtu"], tools=tools))
+    b.n, b.secs = doc["meta"]["runs"], doc["meta"]["seconds_per_run"]
+    report.write_all(b, {r["id"]: r["results"] for r in doc["rows"]}, 0, m=doc["meta"])
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--render":
+        render(sys.argv[2])
+        return
     b = Bench()
 
     def on_signal(sig, _frame):

@@ -18,6 +18,7 @@ import chart
 
 PEERS = ("pasta", "slirp4netns")
 MARK_B, MARK_E = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
+README_B, README_E = "<!-- bench:readme:begin -->", "<!-- bench:readme:end -->"
 
 
 def _ver(argv):
@@ -159,7 +160,7 @@ def md_section(m, main, extra, notes):
     s = [MARK_B, "",
          f"Measured {m['date']} on {m['cpu']} ({m['cpus']} CPUs), kernel {m['kernel']}; "
          f"`{m['command']}`, median of {m['runs']} runs of {m['seconds_per_run']} s each; "
-         f"whole run {m['elapsed_s']} s. ferry {m['ferry']}, pasta (passt) {m['pasta']}, "
+         f"whole run {m['elapsed_s']} s. {m['ferry']}, pasta (passt) {m['pasta']}, "
          f"slirp4netns {m['slirp4netns']}, iperf3 {m['iperf3']}.", "",
          render_md(main), "", render_md(extra), ""]
     if notes:
@@ -168,15 +169,16 @@ def md_section(m, main, extra, notes):
     return "\n".join(s)
 
 
-def write_all(b, summary, elapsed):
-    m = meta(b, elapsed)
+def write_all(b, summary, elapsed, m=None):
+    """Print the table; write results.json/.md, the chart; publish if asked."""
+    m = m or meta(b, elapsed)
     main, extra, notes = table(b, summary)
     os.makedirs(b.out, exist_ok=True)
     doc = {"meta": m, "tools": b.tools, "tool_info": b.tool_info, "rows": []}
     for row in b.rows:
         rv, rp = ratios(row, summary[row.id])
         doc["rows"].append({"id": row.id, "label": row.label, "unit": row.unit,
-                            "tools": b.row_tools(row), "base": row.base,
+                            "tools": b.row_tools(row), "base": row.base, "kind": row.kind,
                             "better": row.better, "mtu": row.mtu, "family": row.fam,
                             "results": summary[row.id], "ferry_vs_base": rv,
                             "ferry_vs_best_peer": rp})
@@ -199,19 +201,29 @@ def write_all(b, summary, elapsed):
         docdir = os.path.join(b.root, "doc")
         shutil.copy(svg, os.path.join(docdir, "bench.svg"))
         publish_md(os.path.join(docdir, "bench.md"), md)
-        print("published doc/bench.svg and the results section of doc/bench.md")
+        publish_md(os.path.join(b.root, "README.md"), readme_line(m), README_B, README_E)
+        print("published doc/bench.svg, the results in doc/bench.md and README.md's "
+              "chart caption")
 
 
-def publish_md(path, section):
-    """Replace the generated section of doc/bench.md (between the markers)."""
+def readme_line(m):
+    """README's caption for the chart: when, where, how it was made."""
+    return (f"{README_B}\nThe chart above: {m['date']}, {m['cpu']} with {m['cpus']} CPUs "
+            f"(shared), kernel {m['kernel']}, `{m['command']}` (median of {m['runs']} runs "
+            f"of {m['seconds_per_run']} s; {m['ferry']}, pasta {m['pasta']}, "
+            f"slirp4netns {m['slirp4netns']}).\n{README_E}")
+
+
+def publish_md(path, section, begin=MARK_B, end=MARK_E):
+    """Replace the generated section of a file (between the markers)."""
     try:
         with open(path) as f:
             text = f.read()
     except FileNotFoundError:
-        text = "# Benchmarks\n\n" + MARK_B + "\n" + MARK_E + "\n"
-    if MARK_B in text and MARK_E in text:
-        a, rest = text.split(MARK_B, 1)
-        _, z = rest.split(MARK_E, 1)
+        text = "# Benchmarks\n\n" + begin + "\n" + end + "\n"
+    if begin in text and end in text:
+        a, rest = text.split(begin, 1)
+        _, z = rest.split(end, 1)
         text = a + section + z
     else:
         text += "\n" + section + "\n"
