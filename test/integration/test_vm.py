@@ -23,8 +23,8 @@ import pytest
 
 from conftest import FERRY, GW4, HOST4, wait_for
 from vmguest import (FRAME_MAX, FerryVM, Servers, StreamClient, arp_reply_for,
-                     arp_request, boot_guest, build_guest, dhcp_discover,
-                     dhcp_parse, dns_answer, ferry_stats, is_arp_reply,
+                     arp_request, boot_guest, build_guest, dhcp6_parse,
+                     dhcp6_solicit, dhcp_discover, dhcp_parse, dns_answer, ferry_stats, is_arp_reply,
                      tftp_handler)
 
 OUR_MAC_LEN = 6
@@ -76,6 +76,24 @@ def test_dhcp_offer_over_the_stream(vm):
     assert yiaddr == HOST4		# the host's address, copied
     assert opts[53] == b"\x02"
     assert socket.inet_ntoa(opts[3][:4]) == GW4
+
+
+def test_dhcpv6_rapid_commit_over_the_stream(vm):
+    """(The guest's busybox has no DHCPv6 client: it uses SLAAC.)"""
+    f = vm()
+    c = StreamClient(f.sock)
+    c.send_frame(dhcp6_solicit())
+    fr = c.wait_frame(lambda fr: dhcp6_parse(fr) is not None, 5,
+                      "DHCPv6 reply")
+    mtype, opts = dhcp6_parse(fr)
+    assert mtype == 7, mtype				# REPLY: rapid commit
+    assert 14 in opts and 2 in opts			# rapid commit, server id
+    ia = opts[3][0]
+    assert struct.unpack(">I", ia[:4])[0] == 7		# our IAID
+    sub = ia[12:]
+    assert struct.unpack(">H", sub[:2])[0] == 5		# IA Address
+    addr = socket.inet_ntop(socket.AF_INET6, sub[4:20])
+    assert addr == "2001:db8::2", addr			# the host's address
 
 
 @pytest.mark.parametrize("length", [0, FRAME_MAX + 1, 0xffffffff])

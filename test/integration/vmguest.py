@@ -459,3 +459,43 @@ def ferry_stats(f, timeout=10):
             break
         drops[d.group(1)] = int(d.group(2))
     return int(m.group(1)), int(m.group(2)), drops
+
+
+GUEST_LL6 = socket.inet_pton(socket.AF_INET6, "fe80::5054:ff:fe12:3456")
+
+
+def dhcp6_solicit(mac=GUEST_MAC, xid=0x00abcd, iaid=7):
+    """A DHCPv6 SOLICIT with Rapid Commit and one IA_NA, from the guest's
+    link-local address to All_DHCP_Relay_Agents_and_Servers."""
+    duid = struct.pack(">HH", 3, 1) + mac			# DUID-LL
+    opts = struct.pack(">HH", 1, len(duid)) + duid		# client id
+    opts += struct.pack(">HHIII", 3, 12, iaid, 0, 0)		# IA_NA
+    opts += struct.pack(">HHH", 8, 2, 0)			# elapsed time
+    opts += struct.pack(">HH", 14, 0)				# rapid commit
+    msg = struct.pack(">I", (1 << 24) | xid) + opts
+    dst = socket.inet_pton(socket.AF_INET6, "ff02::1:2")
+    udp = struct.pack(">HHHH", 546, 547, 8 + len(msg), 0) + msg
+    pseudo = GUEST_LL6 + dst + struct.pack(">IxxxB", len(udp), 17)
+    udp = udp[:6] + struct.pack(">H", csum(pseudo + udp) or 0xffff) + udp[8:]
+    ip6 = struct.pack(">IHBB", 6 << 28, len(udp), 17, 1) + GUEST_LL6 + dst
+    return b"\x33\x33\x00\x01\x00\x02" + mac + b"\x86\xdd" + ip6 + udp
+
+
+def dhcp6_parse(frame, xid=0x00abcd):
+    """(message type, {option: [bytes, ...]}) of a DHCPv6 message to port
+    546 with xid in frame, else None."""
+    if len(frame) < 14 + 40 + 8 + 4 or frame[12:14] != b"\x86\xdd" or \
+            frame[20] != 17:
+        return None
+    u = frame[54:]
+    if struct.unpack(">H", u[2:4])[0] != 546:
+        return None
+    m = u[8:]
+    if struct.unpack(">I", m[:4])[0] & 0xffffff != xid:
+        return None
+    opts, pos = {}, 4
+    while pos + 4 <= len(m):
+        code, n = struct.unpack(">HH", m[pos:pos + 4])
+        opts.setdefault(code, []).append(m[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return m[0], opts
