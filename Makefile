@@ -8,7 +8,7 @@
 #   make bench      performance comparison (see test/bench/)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, pasta/passt links, man page
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
-#                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink; run one with
+#                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan; run one with
 #                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
 #   make lint       cppcheck + clang-tidy (.clang-tidy); non-zero exit on any
 #                   finding (a few minutes: not part of make check)
@@ -83,7 +83,7 @@ FUZZFLAGS  := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
               -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DFERRY_TEST -I.
 FUZZ_LINK  := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJS  := $(patsubst %.c,build/fuzz/obj/%.o,$(LIBSRCS))
-FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink)
+FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink fuzz_scan)
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -118,3 +118,6 @@ build/unit-plain: $(LIBSRCS) $(UNIT_SRCS) $(HDRS) test/unit/unit.h test/fuzz/fuz
 valgrind: build/unit-plain
 	valgrind --error-exitcode=1 --leak-check=no --track-fds=no \
 		--child-silent-after-fork=no ./build/unit-plain
+
+build/fuzz/fuzz_scan: build/fuzz/obj/test/fuzz/fuzz_scan.o build/fuzz/obj/fwd_scan.o
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^

@@ -296,12 +296,23 @@ def netlink():
     }
 
 
+def scan():
+    hdr = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when " \
+        "retrnsmt   uid  timeout inode\n"
+    tcp = hdr + "   0: 0100007F:0050 00000000:0000 0A 00000000:00000000 " \
+        "00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n"
+    udp6 = hdr + "  1: 00000000000000000000000000000000:0035 " \
+        "00000000000000000000000000000000:0000 07 00000000:00000000 " \
+        "00:00000000 00000000     0        0 2 2 0 0"
+    return {"tcp": b"\0" + tcp.encode(), "udp6": b"\1" + udp6.encode()}
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "corpus")
     for target, seeds in (("frame", frames()), ("stream", stream()),
                           ("conf", conf()), ("fwd", fwd()),
-                          ("netlink", netlink())):
+                          ("netlink", netlink()), ("scan", scan())):
         d = os.path.join(top, target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():
