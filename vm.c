@@ -62,7 +62,8 @@ static int bind_path(const char *path)
 	unlink(tmp);
 	if (rc) {
 		close(fd);
-		return rc;
+		/* a filesystem without hard links: bind directly */
+		return rc == -EADDRINUSE ? rc : listen_at(path);
 	}
 	return fd;
 }
