@@ -85,6 +85,9 @@ def plan(quick, vm):
             rows.append(Path(f"udp-max-{d}-v4-{mtu}",
                              f"UDP {arrow} best rate with <1% loss", "Gbit/s",
                              "higher", "udpmax", "4", mtu, reverse=rev))
+            rows.append(Path(f"udpblast-{d}-v4-{mtu}",
+                             f"UDP {arrow} unthrottled sendmmsg (loss %)", "Gbit/s",
+                             "higher", "udpblast", "4", mtu, reverse=rev))
         rows.append(Path(f"rr-v4-{mtu}", "TCP request/response p50 IPv4 (sockperf)",
                          "us", "lower", "sockperf", "4", mtu))
         if not quick:
@@ -113,6 +116,7 @@ class Bench:
         self.root = ROOT
         self.ferry = os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry"))
         self.pingpong = os.path.join(self.out, "pingpong")
+        self.udpblast = os.path.join(self.out, "udpblast")
         self.results = {r.id: {t: {"runs": []} for t in self.row_tools(r)} for r in self.rows}
         self.tool_info = {t: {} for r in self.rows for t in self.row_tools(r)}
         pub = os.environ.get("BENCH_PUBLISH")
@@ -166,6 +170,9 @@ class Bench:
         if row.kind == "udpmax":
             return measure.udp_search(be, row.fam, max(1, self.secs - 1), a["reverse"],
                                       5e8, 4 if self.quick else 6)
+        if row.kind == "udpblast":
+            return measure.udpblast(be, row.fam, self.secs, a["reverse"], self.udpblast,
+                                    self.work)
         if row.kind == "sockperf":
             return measure.sockperf(be, row.fam, self.secs)
         if row.kind == "pingpong":
@@ -175,6 +182,8 @@ class Bench:
         raise ValueError(row.kind)
 
     def server_for(self, row):
+        if row.kind == "udpblast":
+            return "nginx"	# only for the check; udpblast runs per measurement
         return {"tcp": "iperf3", "udp": "iperf3", "udpmax": "iperf3", "sockperf": "sockperf",
                 "pingpong": "pingpong", "wrk": "nginx"}[row.kind]
 
@@ -235,18 +244,20 @@ class Bench:
                     info["peak_rss_kib"] = max(rss, info.get("peak_rss_kib", 0))
                 be.stop()
 
-    def build_pingpong(self):
-        src = os.path.join(ROOT, "test", "bench", "pingpong.c")
-        r = procs.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", self.pingpong, src],
-                      timeout=60)
-        if r.returncode:
-            raise SystemExit("bench: cannot build pingpong.c: " + r.stderr)
+    def build_tools(self):
+        """Compile the C helpers (pingpong.c, udpblast.c) into BENCH_OUT."""
+        for name in ("pingpong", "udpblast"):
+            src = os.path.join(ROOT, "test", "bench", name + ".c")
+            r = procs.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+                           os.path.join(self.out, name), src], timeout=60)
+            if r.returncode:
+                raise SystemExit(f"bench: cannot build {name}.c: " + r.stderr)
 
     def main(self):
         if os.environ.get("FERRY_SANDBOX") != "1":
             raise SystemExit("bench.py must run inside test/sandbox.sh (use make bench)")
         t0 = time.time()
-        self.build_pingpong()
+        self.build_tools()
         self.servers = measure.Servers(self.work, self.pingpong)
         for mtu in (65520, 1500):
             rows = [r for r in self.rows if r.mtu == mtu and r.kind != "vm"]

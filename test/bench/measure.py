@@ -21,7 +21,7 @@ import re
 
 import procs
 
-IPERF_PORT, SOCKPERF_PORT, PP_PORT, HTTP_PORT = 5201, 11111, 11112, 8080
+IPERF_PORT, SOCKPERF_PORT, PP_PORT, HTTP_PORT, BLAST_PORT = 5201, 11111, 11112, 8080, 5310
 
 NGINX_CONF = """
 daemon off;
@@ -163,6 +163,63 @@ def udp_search(be, fam, secs, reverse, start_rate, probes):
         return {"value": 0.0, "loss": None, "probes": tried,
                 "note": f"loss >= 1% even at {tried[-1][0]} Gbit/s"}
     return dict(best, probes=tried)
+
+
+_blast_seq = 0
+
+
+def _blast_result(text):
+    m = re.search(r"RESULT datagrams=(\d+) bytes=(\d+) seconds=([0-9.]+) mbit=(\d+)", text)
+    return (int(m.group(1)), int(m.group(2)), float(m.group(4)) / 1000) if m else None
+
+
+def udpblast(be, fam, secs, reverse, binary, workdir, size=1400):
+    """Unthrottled UDP (test/bench/udpblast.c, sendmmsg/recvmmsg batches).
+
+    guest->host: host `recv`, guest `send` to the server address.
+    host->guest: host `serve`, guest `pull` (its hello opens the flow, the
+    host blasts back along it). Received rate and loss (sent - received).
+    """
+    log = os.path.join(workdir, f"udpblast-{be.name}.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    # A new port each time: datagrams of an earlier run still queued in a
+    # slow translator must not land in this one.
+    global _blast_seq
+    _blast_seq += 1
+    port = str(BLAST_PORT + _blast_seq % 64)
+    host = [binary, "serve", port, str(size), str(secs)] if reverse else \
+        [binary, "recv", port, str(secs)]
+    hp = procs.start(host, log=log)
+    try:
+        if not procs.wait_for(lambda: "READY" in _read(log) or not procs.alive(hp), 5) \
+                or "READY" not in _read(log):
+            return {"value": None, "error": "udpblast on the host did not start: " + _read(log)}
+        guest = [binary, "pull", be.server(fam), port, str(secs)] if reverse else \
+            [binary, "send", be.server(fam), port, str(size), str(secs)]
+        r, cpu = _run(be, guest, secs + 40)
+        try:
+            hp.wait(timeout=secs + 10)
+        except Exception:
+            pass
+        recv_text, send_text = (r.stdout, _read(log)) if reverse else (_read(log), r.stdout)
+    finally:
+        procs.stop(hp)
+    got = _blast_result(recv_text)
+    sent = re.search(r"SENT datagrams=(\d+)", send_text)
+    if r.returncode or not got or not sent:
+        return {"value": None, "error": _err(r) + " | host: " + _read(log)[-200:]}
+    n_sent = int(sent.group(1))
+    loss = 100.0 * (n_sent - got[0]) / n_sent if n_sent else 0.0
+    return {"value": got[2], "loss": max(0.0, loss), "bytes": got[1], "cpu": cpu}
+
+
+def _read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def sockperf(be, fam, secs):

@@ -2,6 +2,14 @@
  *
  *   udpblast send ADDR PORT SIZE SECONDS [MBIT]   (MBIT 0: unthrottled)
  *   udpblast recv PORT SECONDS
+ *   udpblast serve PORT SIZE SECONDS [MBIT]  wait for a datagram, then send
+ *                                            to its source (like send)
+ *   udpblast pull ADDR PORT SECONDS          send a 1-byte hello every 200 ms
+ *                                            until data comes, count it (recv)
+ *
+ * serve/pull measure host->guest along a flow the guest opened (no port
+ * forwarding needed: every tool under test supports that alike); make
+ * bench uses all four modes (test/bench/measure.py).
  *
  * The sender sends SIZE-byte datagrams in sendmmsg() batches, each
  * carrying a sequence number; the receiver counts what arrives (recvmmsg)
@@ -32,23 +40,19 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-static int do_send(const char *addr, const char *port, size_t size,
-		   double secs, double mbit)
+/* Send SIZE-byte numbered datagrams on connected fd for secs seconds. */
+static int blast(int fd, size_t size, double secs, double mbit)
 {
 	static uint8_t buf[BATCH][MAXSZ];
-	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *ai;
 	struct mmsghdr mm[BATCH];
 	struct iovec iov[BATCH];
 	uint64_t seq = 0, sent_bytes = 0;
 	double t0, t;
-	int fd, i, sb = 4 << 20;
+	int i, sb = 4 << 20;
 
-	if (getaddrinfo(addr, port, &hints, &ai))
-		return 1;
-	fd = socket(ai->ai_family, SOCK_DGRAM, 0);
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
-	if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen))
-		return perror("connect"), 1;
+	if (size < 8 || size > MAXSZ)
+		return fprintf(stderr, "bad size\n"), 1;
 	for (i = 0; i < BATCH; i++) {
 		memset(buf[i], 0xa5, size);
 		iov[i] = (struct iovec){ buf[i], size };
@@ -76,24 +80,54 @@ static int do_send(const char *addr, const char *port, size_t size,
 	return 0;
 }
 
-static int do_recv(const char *port, double secs)
+/* A dual-stack UDP socket bound to [::]:port with a large receive buffer,
+ * "READY" printed once it is bound; -1 on error. */
+static int bound(const char *port)
 {
-	static uint8_t buf[BATCH][MAXSZ];
 	struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
 				   .sin6_port = htons(atoi(port)) };
-	struct mmsghdr mm[BATCH];
-	struct iovec iov[BATCH];
-	uint64_t n = 0, bytes = 0, maxseq = 0;
-	double t0 = 0, tl = 0, start = now();
-	int fd, i, rb = 8 << 20, zero = 0;
+	int fd, rb = 8 << 20, zero = 0;
 
 	fd = socket(AF_INET6, SOCK_DGRAM, 0);
 	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		return perror("bind"), 1;
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("bind");
+		return -1;
+	}
 	printf("READY\n");
 	fflush(stdout);
+	return fd;
+}
+
+/* A UDP socket connected to addr:port; -1 on error. */
+static int connected(const char *addr, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *ai;
+	int fd, rb = 8 << 20;
+
+	if (getaddrinfo(addr, port, &hints, &ai))
+		return fprintf(stderr, "bad address %s\n", addr), -1;
+	fd = socket(ai->ai_family, SOCK_DGRAM, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
+	if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+		perror("connect");
+		return -1;
+	}
+	return fd;
+}
+
+/* Count datagrams on fd until secs of data or 1 s of silence; with hello,
+ * send a 1-byte datagram every poll timeout until the first data. */
+static int count(int fd, double secs, int hello)
+{
+	static uint8_t buf[BATCH][MAXSZ];
+	struct mmsghdr mm[BATCH];
+	struct iovec iov[BATCH];
+	uint64_t n = 0, bytes = 0, maxseq = 0;
+	double t0 = 0, tl = 0, start = now();
+	int i;
+
 	for (i = 0; i < BATCH; i++) {
 		iov[i] = (struct iovec){ buf[i], MAXSZ };
 		mm[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i],
@@ -103,6 +137,8 @@ static int do_recv(const char *port, double secs)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int r;
 
+		if (hello && !n && send(fd, "h", 1, 0) < 0)
+			perror("hello");
 		if (poll(&p, 1, 200) <= 0) {
 			if ((n && now() - tl > 1.0) || now() - start > secs + 30)
 				break;
@@ -112,6 +148,8 @@ static int do_recv(const char *port, double secs)
 		for (i = 0; i < r; i++) {
 			uint64_t s;
 
+			if (mm[i].msg_len < 8)
+				continue;	/* a hello, not data */
 			memcpy(&s, buf[i], 8);
 			if (s + 1 > maxseq)
 				maxseq = s + 1;
@@ -133,14 +171,52 @@ static int do_recv(const char *port, double secs)
 	return 0;
 }
 
+/* serve: wait for a datagram on [::]:port, connect to its source, blast. */
+static int do_serve(const char *port, size_t size, double secs, double mbit)
+{
+	struct sockaddr_storage from;
+	socklen_t fl = sizeof(from);
+	char b[16];
+	int fd = bound(port);
+
+	if (fd < 0)
+		return 1;
+	for (;;) {	/* only a hello counts: strays of earlier flows do not */
+		ssize_t r = recvfrom(fd, b, sizeof(b), 0, (struct sockaddr *)&from, &fl);
+
+		if (r < 0)
+			return perror("serve"), 1;
+		if (r == 1 && b[0] == 'h')
+			break;
+		fl = sizeof(from);
+	}
+	if (connect(fd, (struct sockaddr *)&from, fl))
+		return perror("serve"), 1;
+	return blast(fd, size, secs, mbit);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc >= 6 && !strcmp(argv[1], "send"))
-		return do_send(argv[2], argv[3], (size_t)atoi(argv[4]),
-			       atof(argv[5]), argc > 6 ? atof(argv[6]) : 0);
-	if (argc >= 4 && !strcmp(argv[1], "recv"))
-		return do_recv(argv[2], atof(argv[3]));
+	int fd;
+
+	if (argc >= 6 && !strcmp(argv[1], "send")) {
+		fd = connected(argv[2], argv[3]);
+		return fd < 0 ? 1 : blast(fd, (size_t)atoi(argv[4]), atof(argv[5]),
+					  argc > 6 ? atof(argv[6]) : 0);
+	}
+	if (argc >= 4 && !strcmp(argv[1], "recv")) {
+		fd = bound(argv[2]);
+		return fd < 0 ? 1 : count(fd, atof(argv[3]), 0);
+	}
+	if (argc >= 5 && !strcmp(argv[1], "serve"))
+		return do_serve(argv[2], (size_t)atoi(argv[3]), atof(argv[4]),
+				argc > 5 ? atof(argv[5]) : 0);
+	if (argc >= 5 && !strcmp(argv[1], "pull")) {
+		fd = connected(argv[2], argv[3]);
+		return fd < 0 ? 1 : count(fd, atof(argv[4]), 1);
+	}
 	fprintf(stderr, "usage: udpblast send ADDR PORT SIZE SECONDS [MBIT] | "
-		"recv PORT SECONDS\n");
+		"recv PORT SECONDS | serve PORT SIZE SECONDS [MBIT] | "
+		"pull ADDR PORT SECONDS\n");
 	return 2;
 }
