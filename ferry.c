@@ -125,9 +125,10 @@ int main(int argc, char **argv)
 	udp_init(c);
 	signals_init(c);
 
-	if (mode == MODE_NS)
+	if (mode == MODE_NS) {
 		ns_start(c);
-	else
+		udp_ns_init(c);
+	} else
 		vm_start(c);
 	daemonize(c);
 

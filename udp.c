@@ -69,33 +69,14 @@
 #include "log.h"
 #include "nat.h"
 #include "pkt.h"
+#include "udp_int.h"
 #include "util.h"
 
 #define UDP_PAYLOAD_MAX4	(65535 - IP4_HLEN - UDP_HLEN)	/* 65507 */
 #define UDP_PAYLOAD_MAX6	(65535 - UDP_HLEN)		/* 65527 */
-#define UDP_RECV_ROUNDS		4	/* recvmmsg batches per event */
-#define UDP_ERR_ROUNDS		16	/* error queue entries per event */
 #define UDP_SOCK_BUF		(4 << 20)	/* SO_RCVBUF/SO_SNDBUF asked */
 
-struct udp_flow {
-	int sock;			/* own socket, or the shared listener */
-	bool shared;			/* sock is a forwarded-port socket */
-	bool replied;			/* the host side has answered */
-	bool queued;			/* in c->udp.queued[] this batch */
-	uint16_t peer_port;
-	union inany peer;		/* host side: destination / client */
-	union inany local;		/* shared: address the client used */
-	int64_t last_ms;		/* last activity (c->now, ms) */
-	uint32_t lru_prev, lru_next;
-	uint32_t pend_head, pend_tail;	/* datagrams queued this batch */
-};
 
-#define UDP_FLOW(fl)	FLOW_PRIV(fl, struct udp_flow)
-
-static int64_t now_ms(const struct ctx *c)
-{
-	return (int64_t)c->now.tv_sec * 1000 + c->now.tv_nsec / 1000000;
-}
 
 /* payload_max() - largest datagram payload the guest link can carry. */
 static size_t payload_max(const struct ctx *c, bool v6)
@@ -145,10 +126,10 @@ static void lru_append(struct ctx *c, struct flow *fl)
 	c->udp.lru_tail = idx;
 }
 
-/* flow_touch() - traffic on fl: now the most recently active flow. */
-static void flow_touch(struct ctx *c, struct flow *fl)
+/* udp_flow_touch() - traffic on fl: now the most recently active flow. */
+void udp_flow_touch(struct ctx *c, struct flow *fl)
 {
-	UDP_FLOW(fl)->last_ms = now_ms(c);
+	UDP_FLOW(fl)->last_ms = udp_now_ms(c);
 	if (c->udp.lru_tail != flow_idx(&c->flows, fl)) {
 		lru_unlink(c, fl);
 		lru_append(c, fl);
@@ -174,7 +155,7 @@ static void pend_discard(struct ctx *c, struct flow *fl)
 }
 
 /* udp_flow_free() - close (unless shared) and release a flow. */
-static void udp_flow_free(struct ctx *c, struct flow *fl)
+void udp_flow_free(struct ctx *c, struct flow *fl)
 {
 	struct udp_flow *u = UDP_FLOW(fl);
 
@@ -207,7 +188,7 @@ static bool udp_evict(struct ctx *c)
 
 /* udp_flow_alloc() - a fresh flow, evicting the least recently active one
  * when the UDP limit or the whole table is full; NULL if impossible. */
-static struct flow *udp_flow_alloc(struct ctx *c)
+struct flow *udp_flow_alloc(struct ctx *c)
 {
 	struct flow *fl;
 	struct udp_flow *u;
@@ -220,10 +201,10 @@ static struct flow *udp_flow_alloc(struct ctx *c)
 	if (!fl)
 		return NULL;
 	u = UDP_FLOW(fl);
-	u->sock = -1;
+	u->sock = u->lsock = -1;
 	u->pend_head = u->pend_tail = FLOW_NONE;
 	u->lru_prev = u->lru_next = FLOW_NONE;
-	u->last_ms = now_ms(c);
+	u->last_ms = udp_now_ms(c);
 	lru_append(c, fl);
 	c->udp.flows_created++;
 	timer_request(c, c->udp.timeout_ms);
@@ -232,13 +213,9 @@ static struct flow *udp_flow_alloc(struct ctx *c)
 
 /* --- sockets ----------------------------------------------------------- */
 
-typedef union {
-	struct sockaddr_in v4;
-	struct sockaddr_in6 v6;
-} sockaddr_inany;
 
-/* sa_from() - socket address for a:port; returns its length. */
-static socklen_t sa_from(sockaddr_inany *sa, const union inany *a,
+/* udp_sa_from() - socket address for a:port; returns its length. */
+socklen_t udp_sa_from(sockaddr_inany *sa, const union inany *a,
 			 uint16_t port)
 {
 	memset(sa, 0, sizeof(*sa));
@@ -254,22 +231,10 @@ static socklen_t sa_from(sockaddr_inany *sa, const union inany *a,
 	return sizeof(sa->v6);
 }
 
-/* udp_socket() - a non-blocking UDP socket of a's family with error
- * queueing on, bound to a (any address when unspecified) and port,
- * falling back to an ephemeral port when port is taken and may_move.
- * Returns the fd or -errno. */
-static int udp_socket(const union inany *a, uint16_t port, bool may_move,
-		      const char *ifname)
+int udp_sock_setup(int fd, bool v6)
 {
-	bool v6 = !inany_is4(a);
-	int fd, one = 1, rc, bufsz = UDP_SOCK_BUF;
-	sockaddr_inany sa;
-	socklen_t sl;
+	int one = 1, bufsz = UDP_SOCK_BUF;
 
-	fd = socket(v6 ? AF_INET6 : AF_INET,
-		    SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
-	if (fd < 0)
-		return -errno;
 	if (v6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	/* Room for bursts while the loop writes frames to the guest (the
@@ -278,15 +243,36 @@ static int udp_socket(const union inany *a, uint16_t port, bool may_move,
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
 	if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
 		       v6 ? IPV6_RECVERR : IP_RECVERR, &one, sizeof(one)))
-		goto fail;
+		return -errno;
+	return 0;
+}
+
+/* udp_socket() - a non-blocking UDP socket of a's family with error
+ * queueing on, bound to a (any address when unspecified) and port,
+ * falling back to an ephemeral port when port is taken and may_move.
+ * Returns the fd or -errno. */
+int udp_socket(const union inany *a, uint16_t port, bool may_move,
+	       const char *ifname)
+{
+	bool v6 = !inany_is4(a);
+	sockaddr_inany sa;
+	socklen_t sl;
+	int fd, rc;
+
+	fd = socket(v6 ? AF_INET6 : AF_INET,
+		    SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	if (fd < 0)
+		return -errno;
+	if ((rc = udp_sock_setup(fd, v6)))
+		goto out;
 	if (ifname && ifname[0] &&
 	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
 		       (socklen_t)strlen(ifname)))
 		goto fail;
-	sl = sa_from(&sa, a, port);
+	sl = udp_sa_from(&sa, a, port);
 	rc = bind(fd, (struct sockaddr *)&sa, sl);
 	if (rc && may_move && port && (errno == EADDRINUSE || errno == EACCES)) {
-		sl = sa_from(&sa, a, 0);
+		sl = udp_sa_from(&sa, a, 0);
 		rc = bind(fd, (struct sockaddr *)&sa, sl);
 	}
 	if (rc)
@@ -294,6 +280,7 @@ static int udp_socket(const union inany *a, uint16_t port, bool may_move,
 	return fd;
 fail:
 	rc = -errno;
+out:
 	close(fd);
 	return rc;
 }
@@ -335,7 +322,7 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 	u->sock = fd;
 	u->peer = dst;
 	u->peer_port = k->pb;
-	sl = sa_from(&sa, &dst, k->pb);
+	sl = udp_sa_from(&sa, &dst, k->pb);
 	if (connect(fd, (struct sockaddr *)&sa, sl) && errno != EINPROGRESS) {
 		debug("udp: connect: %s", strerror(errno));
 		goto fail;
@@ -431,15 +418,15 @@ enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 		if (r != DROP_NONE)
 			return r;
 	}
-	flow_touch(c, fl);
+	udp_flow_touch(c, fl);
 	udp_queue(c, fl, p->payload, p->payload_len);
 	return DROP_NONE;
 }
 
-/* pktinfo_set() - ask for source address src on a sendmsg (shared
+/* udp_pktinfo_set() - ask for source address src on a sendmsg (shared
  * sockets answer from the address the client used). Returns the control
  * length, 0 when src is unspecified. */
-static size_t pktinfo_set(uint8_t *cbuf, size_t size, const union inany *src)
+size_t udp_pktinfo_set(uint8_t *cbuf, size_t size, const union inany *src)
 {
 	struct msghdr mh = { .msg_control = cbuf, .msg_controllen = size };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
@@ -475,6 +462,25 @@ static bool send_error_transient(int e)
 	       e == EHOSTDOWN || e == ENETDOWN || e == EPERM;
 }
 
+void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n)
+{
+	unsigned int i = 0, retry = 0;
+
+	while (i < n) {
+		int r = sendmmsg(fd, mm + i, n - i, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (r > 0) {
+			i += (unsigned int)r;
+			continue;
+		}
+		if (r < 0 && (errno == EINTR || send_error_transient(errno)) &&
+		    retry++ < 2)
+			continue;
+		for (; i < n; i++)
+			drop(c, DROP_SOCKET_ERROR);
+	}
+}
+
 /* udp_flow_send() - send fl's queued datagrams, UDP_BATCH per call. */
 static void udp_flow_send(struct ctx *c, struct flow *fl)
 {
@@ -491,11 +497,11 @@ static void udp_flow_send(struct ctx *c, struct flow *fl)
 	uint32_t e = u->pend_head;
 
 	if (u->shared) {
-		sl = sa_from(&sa, &u->peer, u->peer_port);
-		clen = pktinfo_set(cb.b, sizeof(cb.b), &u->local);
+		sl = udp_sa_from(&sa, &u->peer, u->peer_port);
+		clen = udp_pktinfo_set(cb.b, sizeof(cb.b), &u->local);
 	}
 	while (e != FLOW_NONE) {
-		unsigned int k = 0, i = 0, retry = 0;
+		unsigned int k = 0;
 
 		for (; e != FLOW_NONE && k < UDP_BATCH; e = c->udp.pend[e].next) {
 			iov[k].iov_base = (void *)c->udp.pend[e].data;
@@ -508,19 +514,7 @@ static void udp_flow_send(struct ctx *c, struct flow *fl)
 				.msg_controllen = clen };
 			k++;
 		}
-		while (i < k) {
-			int n = sendmmsg(u->sock, mm + i, k - i,
-					 MSG_DONTWAIT | MSG_NOSIGNAL);
-
-			if (n > 0) {
-				i += (unsigned int)n;
-				continue;
-			}
-			if (n < 0 && send_error_transient(errno) && retry++ < 2)
-				continue;
-			for (; i < k; i++)
-				drop(c, DROP_SOCKET_ERROR);
-		}
+		udp_send_all(c, u->sock, mm, k);
 	}
 	u->pend_head = u->pend_tail = FLOW_NONE;
 	u->queued = false;
@@ -545,7 +539,7 @@ void udp_input_done(struct ctx *c)
 /* udp_frame_build() - Ethernet, IP and UDP headers in front of the plen
  * payload bytes already at f + frame_hdrlen(), from the remote to the
  * guest as key k (guest side) names them. Returns the frame length. */
-static size_t udp_frame_build(const struct ctx *c, uint8_t *f,
+size_t udp_frame_build(const struct ctx *c, uint8_t *f,
 			      const struct flow_key *k, size_t plen)
 {
 	bool v6 = !inany_is4(&k->a);
@@ -569,20 +563,6 @@ static size_t udp_frame_build(const struct ctx *c, uint8_t *f,
 	return (size_t)(t - f) + l4len;
 }
 
-#define UDP_RX_NONE	SIZE_MAX
-
-/* One recvmmsg() batch received in place into guest frames. */
-struct udp_rxb {
-	struct mmsghdr mm[UDP_BATCH];
-	struct iovec iov[UDP_BATCH];
-	uint8_t *frames[UDP_BATCH];
-	size_t lens[UDP_BATCH];		/* payload, then frame lengths */
-	sockaddr_inany names[UDP_BATCH];
-	union {
-		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-		struct cmsghdr align;
-	} cb[UDP_BATCH];
-};
 
 /* udp_discard() - no guest to deliver to (vm mode between clients):
  * read and drop a batch, so a readable socket cannot spin the loop. */
@@ -601,6 +581,21 @@ static void udp_discard(struct ctx *c, int fd, struct udp_rxb *b)
 		drop(c, DROP_LINK_DOWN);
 }
 
+void udp_rxb_slot(struct udp_rxb *b, unsigned int i, uint8_t *buf,
+		  size_t len, bool meta)
+{
+	b->iov[i].iov_base = buf;
+	b->iov[i].iov_len = len;
+	b->mm[i].msg_hdr = (struct msghdr){ .msg_iov = &b->iov[i],
+					    .msg_iovlen = 1 };
+	if (meta) {
+		b->mm[i].msg_hdr.msg_name = &b->names[i];
+		b->mm[i].msg_hdr.msg_namelen = sizeof(b->names[i]);
+		b->mm[i].msg_hdr.msg_control = b->cb[i].b;
+		b->mm[i].msg_hdr.msg_controllen = sizeof(b->cb[i]);
+	}
+}
+
 /* udp_rxb_recv() - reserve guest frames for family v6 and receive up to
  * UDP_BATCH datagrams from fd, each payload right after its frame's
  * headers (with sender and pktinfo when meta), lens[i] its length.
@@ -608,7 +603,7 @@ static void udp_discard(struct ctx *c, int fd, struct udp_rxb *b)
  * Callers turn lens[] into frame lengths (0: no frame). Returns how
  * many were received (commit them with tap_tx_commit_many()); *full when
  * the batch was filled. */
-static unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
+unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 				 struct udp_rxb *b, bool *full)
 {
 	size_t hl = frame_hdrlen(v6), pmax = payload_max(c, v6);
@@ -621,18 +616,8 @@ static unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 		udp_discard(c, fd, b);
 		return 0;
 	}
-	for (i = 0; i < n; i++) {
-		b->iov[i].iov_base = b->frames[i] + hl;
-		b->iov[i].iov_len = pmax;
-		b->mm[i].msg_hdr = (struct msghdr){
-			.msg_iov = &b->iov[i], .msg_iovlen = 1 };
-		if (meta) {
-			b->mm[i].msg_hdr.msg_name = &b->names[i];
-			b->mm[i].msg_hdr.msg_namelen = sizeof(b->names[i]);
-			b->mm[i].msg_hdr.msg_control = b->cb[i].b;
-			b->mm[i].msg_hdr.msg_controllen = sizeof(b->cb[i]);
-		}
-	}
+	for (i = 0; i < n; i++)
+		udp_rxb_slot(b, i, b->frames[i] + hl, pmax, meta);
 	r = recvmmsg(fd, b->mm, n, MSG_DONTWAIT, NULL);
 	if (r <= 0)
 		return 0;
@@ -664,7 +649,7 @@ static bool udp_flow_recv(struct ctx *c, struct flow *fl, struct udp_rxb *b)
 			     udp_frame_build(c, b->frames[i], k, b->lens[i]);
 	tap_tx_commit_many(c, b->lens, n);
 	UDP_FLOW(fl)->replied = true;
-	flow_touch(c, fl);
+	udp_flow_touch(c, fl);
 	return full;
 }
 
@@ -692,232 +677,6 @@ static void udp_flow_errors(struct ctx *c, struct flow *fl)
 	}
 }
 
-/* --- forwarded ports (-u) ------------------------------------------------ */
-
-/* guest_addr() - the guest's address for inbound flows from the guest-
- * side address seen: for a link-local one (the gateway fe80::1 standing
- * for host loopback) the guest's link-local address, which its replies
- * will come from (RFC 6724 source selection), else its global one. */
-static bool guest_addr(const struct ctx *c, const union inany *seen,
-		       union inany *a)
-{
-	bool v6 = !inany_is4(seen);
-
-	if (!v6) {
-		struct in_addr g = c->conf.ip4.addr;
-
-		if (in4_is_unspec(&g))
-			g = c->guest_seen4;
-		inany_from4(a, g);
-		return !in4_is_unspec(&g);
-	}
-	const struct in6_addr *g6 = &c->conf.ip6.addr;
-
-	if (IN6_IS_ADDR_LINKLOCAL(&seen->a6) && !in6_is_unspec(&c->guest_ll6))
-		g6 = &c->guest_ll6;
-	if (in6_is_unspec(g6))
-		g6 = &c->guest_seen6;
-	if (in6_is_unspec(g6))
-		g6 = &c->guest_ll6;
-	inany_from6(a, g6);
-	return !in6_is_unspec(g6);
-}
-
-/* seen_from() - how the guest sees a host-side client address: mapped by
- * nat_inbound_l4(); a loopback client that nothing maps, or one using the
- * address the guest shares with the host, appears as the gateway (the
- * guest would take either for a martian). */
-static union inany seen_from(const struct ctx *c, const union inany *peer,
-			     uint16_t pport)
-{
-	union inany s = *peer;
-
-	nat_inbound_l4(c, &s, pport);
-	if (inany_is4(&s) && ((ntohl(s.v4m.a4.s_addr) >> 24) == 127 ||
-			      in4_eq(&s.v4m.a4, &c->conf.ip4.addr)))
-		inany_from4(&s, c->conf.ip4.gw);
-	else if (!inany_is4(&s) && (IN6_IS_ADDR_LOOPBACK(&s.a6) ||
-				    in6_eq(&s.a6, &c->conf.ip6.addr)))
-		inany_from6(&s, &c->conf.ip6.gw);
-	return s;
-}
-
-/* udp_flow_in() - a new inbound flow: client peer:pport sent to
- * local:port on the forwarded-port socket fd. NULL if impossible. */
-static struct flow *udp_flow_in(struct ctx *c, int fd, uint16_t port,
-				const struct flow_key *hk)
-{
-	union inany gaddr, seen = seen_from(c, &hk->a, hk->pa);
-	struct flow_key gk;
-	struct udp_flow *u;
-	struct flow *fl;
-
-	if (!guest_addr(c, &seen, &gaddr))
-		return NULL;
-	flow_key_make(&gk, IPPROTO_UDP, &gaddr,
-		      fwd_target(&c->conf.udp_in, port), &seen, hk->pa);
-	if (flow_lookup(&c->flows, FLOW_SIDE_GUEST, &gk))
-		return NULL;		/* the guest's own flow has it */
-	fl = udp_flow_alloc(c);
-	if (!fl)
-		return NULL;
-	u = UDP_FLOW(fl);
-	u->sock = fd;
-	u->shared = true;
-	u->peer = hk->a;
-	u->peer_port = hk->pa;
-	u->local = hk->b;
-	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, &gk);
-	flow_hash_add(&c->flows, fl, FLOW_SIDE_HOST, hk);
-	return fl;
-}
-
-/* recv_meta() - client and local address of a received datagram. */
-static void recv_meta(const struct msghdr *mh, bool v6, union inany *peer,
-		      uint16_t *pport, union inany *local)
-{
-	const sockaddr_inany *sa = mh->msg_name;
-	struct cmsghdr *cm;
-
-	if (v6) {
-		inany_from6(peer, &sa->v6.sin6_addr);
-		*pport = ntohs(sa->v6.sin6_port);
-		inany_from6(local, &in6addr_any);
-	} else {
-		struct in_addr any = { 0 };
-
-		inany_from4(peer, sa->v4.sin_addr);
-		*pport = ntohs(sa->v4.sin_port);
-		inany_from4(local, any);
-	}
-	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR((struct msghdr *)mh, cm)) {
-		if (!v6 && cm->cmsg_level == IPPROTO_IP &&
-		    cm->cmsg_type == IP_PKTINFO) {
-			struct in_pktinfo pi;
-
-			memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
-			inany_from4(local, pi.ipi_addr);
-		} else if (v6 && cm->cmsg_level == IPPROTO_IPV6 &&
-			   cm->cmsg_type == IPV6_PKTINFO) {
-			struct in6_pktinfo pi6;
-
-			memcpy(&pi6, CMSG_DATA(cm), sizeof(pi6));
-			inany_from6(local, &pi6.ipi6_addr);
-		}
-	}
-}
-
-/* udp_listen_recv() - datagrams on forwarded port ref.aux's socket to the
- * guest, each on its client's flow. Returns false when drained. */
-static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
-{
-	bool v6 = ref.side & 1, full;
-	unsigned int n, i;
-
-	n = udp_rxb_recv(c, (int)ref.idx, v6, true, b, &full);
-	if (!n)
-		return false;
-	for (i = 0; i < n; i++) {
-		struct flow_key hk;
-		union inany peer, local;
-		uint16_t pport;
-		struct flow *fl;
-
-		if (b->lens[i] == UDP_RX_NONE) {
-			b->lens[i] = 0;
-			continue;
-		}
-		recv_meta(&b->mm[i].msg_hdr, v6, &peer, &pport, &local);
-		flow_key_make(&hk, IPPROTO_UDP, &peer, pport, &local, ref.aux);
-		fl = flow_lookup(&c->flows, FLOW_SIDE_HOST, &hk);
-		if (!fl)
-			fl = udp_flow_in(c, (int)ref.idx, ref.aux, &hk);
-		if (!fl) {
-			drop(c, DROP_FLOW_TABLE_FULL);
-			b->lens[i] = 0;
-			continue;
-		}
-		flow_touch(c, fl);
-		b->lens[i] = udp_frame_build(c, b->frames[i],
-					     &fl->f.key[FLOW_SIDE_GUEST],
-					     b->lens[i]);
-	}
-	tap_tx_commit_many(c, b->lens, n);
-	return full;
-}
-
-/* udp_listen_one() - open forwarded port's socket for one family;
- * returns 0 or -errno. */
-static int udp_listen_one(struct ctx *c, const union inany *bind_to,
-			  uint16_t port, const char *ifname)
-{
-	bool v6 = !inany_is4(bind_to);
-	union eref ref = { .type = EREF_UDP_LISTEN, .side = v6, .aux = port };
-	int fd, one = 1, rc;
-
-	fd = udp_socket(bind_to, port, false, ifname);
-	if (fd < 0)
-		return fd;
-	if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
-		       v6 ? IPV6_RECVPKTINFO : IP_PKTINFO, &one, sizeof(one)))
-		goto fail;
-	ref.idx = (uint32_t)fd;
-	if ((rc = ep_add(c, fd, EPOLLIN, ref))) {
-		close(fd);
-		return rc;
-	}
-	c->udp.listeners++;
-	return 0;
-fail:
-	rc = -errno;
-	close(fd);
-	return rc;
-}
-
-/* udp_listen_port() - a forwarded port's sockets, per family enabled and
- * allowed by its bind address (fwd_port_bind()). Returns 0 or -errno. */
-static int udp_listen_port(struct ctx *c, const struct fwd_bind *b,
-			   uint16_t port)
-{
-	const char *ifn = b->ifname[0] ? b->ifname : NULL;
-	bool any_addr = !b->has_addr4 && !b->has_addr6;
-	int rc4 = 0, rc6 = 0;
-	union inany a;
-
-	if (c->conf.ip4.enabled && (any_addr || b->has_addr4)) {
-		inany_from4(&a, b->has_addr4 ? b->addr4 : (struct in_addr){ 0 });
-		rc4 = udp_listen_one(c, &a, port, ifn);
-	}
-	if (c->conf.ip6.enabled && (any_addr || b->has_addr6)) {
-		inany_from6(&a, b->has_addr6 ? &b->addr6 : &in6addr_any);
-		rc6 = udp_listen_one(c, &a, port, ifn);
-	}
-	return rc4 ? rc4 : rc6;
-}
-
-void udp_listen_init(struct ctx *c)
-{
-	const struct fwd_spec *f = &c->conf.udp_in;
-	unsigned int port;
-
-	/* "auto" would follow the guest's bound ports: not yet. */
-	if (f->mode == FWD_NONE || f->mode == FWD_AUTO)
-		return;
-	for (port = 1; port < 65536; port++) {
-		int rc;
-
-		if (!fwd_port_set(f, (uint16_t)port))
-			continue;
-		rc = udp_listen_port(c, fwd_port_bind(f, (uint16_t)port),
-				     (uint16_t)port);
-		if (rc && f->mode != FWD_ALL)
-			warn("udp: cannot forward port %u: %s", port,
-			     strerror(-rc));
-		if (rc == -EMFILE)
-			break;
-	}
-}
-
 /* --- events, timers, start-up ------------------------------------------- */
 
 void udp_sock_handler(struct ctx *c, uint64_t ref64, uint32_t events)
@@ -928,21 +687,16 @@ void udp_sock_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 	int i;
 
 	if (ref.type == EREF_UDP_LISTEN) {
-		struct icmp_err e;
-
-		/* Errors about clients: nothing the guest could act on. */
-		for (i = 0; (events & EPOLLERR) && i < UDP_ERR_ROUNDS; i++)
-			if (icmp_err_read((int)ref.idx, &e, c->udp.scratch,
-					  UDP_SCRATCH_SIZE) <= 0)
-				break;
-		for (i = 0; (events & EPOLLIN) && i < UDP_RECV_ROUNDS; i++)
-			if (!udp_listen_recv(c, ref, &b))
-				break;
+		udp_listen_handler(c, ref, events);
 		return;
 	}
 	fl = flow_at(&c->flows, ref.idx);
 	if (!fl || fl->f.type != FLOW_UDP)
 		return;
+	if (UDP_FLOW(fl)->splice) {
+		udp_splice_handler(c, fl, events);
+		return;
+	}
 	if (events & EPOLLERR)
 		udp_flow_errors(c, fl);
 	for (i = 0; (events & EPOLLIN) && i < UDP_RECV_ROUNDS; i++)
@@ -952,7 +706,8 @@ void udp_sock_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 
 void udp_timer(struct ctx *c)
 {
-	int64_t now = now_ms(c), next = INT64_MAX, gran;
+	int64_t now = udp_now_ms(c), next = INT64_MAX, gran;
+	int64_t scan = udp_fwd_timer(c);
 	struct flow *fl, *nx;
 
 	for (fl = flow_first(&c->flows, FLOW_UDP); fl; fl = nx) {
@@ -968,16 +723,19 @@ void udp_timer(struct ctx *c)
 			next = due;
 		}
 	}
-	if (next == INT64_MAX)
+	if (next == INT64_MAX) {
+		if (scan != INT64_MAX)
+			timer_request(c, scan);
 		return;
+	}
 	/* Coarse ticks: one walk per second at most (finer for short test
 	 * timeouts), whatever the number of flows. */
 	gran = MIN(1000, (int64_t)c->udp.timeout_ms / 10 + 1);
-	timer_request(c, MAX(next - now, gran));
+	timer_request(c, MIN(MAX(next - now, gran), scan));
 }
 
-/* env_u32() - test builds: a limit from the environment, else dflt. */
-static uint32_t env_u32(const char *name, uint32_t dflt)
+/* udp_env_u32() - test builds: a limit from the environment, else dflt. */
+uint32_t udp_env_u32(const char *name, uint32_t dflt)
 {
 #ifdef FERRY_TEST
 	const char *s = getenv(name);
@@ -999,7 +757,7 @@ static uint32_t env_u32(const char *name, uint32_t dflt)
 static void udp_limits(struct ctx *c)
 {
 	struct rlimit rl;
-	uint32_t cap = env_u32("FERRY_TEST_UDP_MAX_FLOWS",
+	uint32_t cap = udp_env_u32("FERRY_TEST_UDP_MAX_FLOWS",
 			       UDP_MAX_FLOWS_DEFAULT);
 
 	/* Use the hard limit: file descriptors are what flows cost. */
@@ -1015,8 +773,8 @@ static void udp_limits(struct ctx *c)
 			      ? (uint32_t)(rl.rlim_cur / 2 - 64) : 64;
 	}
 	c->udp.max_flows = MIN(cap, FLOW_MAX);
-	c->udp.timeout_ms = env_u32("FERRY_TEST_UDP_TIMEOUT_MS", UDP_TIMEOUT_MS);
-	c->udp.timeout_replied_ms = env_u32("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS",
+	c->udp.timeout_ms = udp_env_u32("FERRY_TEST_UDP_TIMEOUT_MS", UDP_TIMEOUT_MS);
+	c->udp.timeout_replied_ms = udp_env_u32("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS",
 					    UDP_TIMEOUT_REPLIED_MS);
 	debug("udp: at most %u flows, idle timeouts %u/%u ms",
 	      c->udp.max_flows, c->udp.timeout_ms, c->udp.timeout_replied_ms);
@@ -1032,6 +790,8 @@ void udp_init(struct ctx *c)
 	c->udp.scratch = p;
 	c->udp.lru_head = c->udp.lru_tail = FLOW_NONE;
 	udp_limits(c);
+	c->udp.fwd[0].scan_fd[0] = c->udp.fwd[0].scan_fd[1] = -1;
+	c->udp.fwd[1].scan_fd[0] = c->udp.fwd[1].scan_fd[1] = -1;
 	c->udp.ready = true;
 	udp_listen_init(c);
 }
@@ -1051,10 +811,12 @@ void udp_stats_log(const struct ctx *c)
 	if (!c->udp.flows_created)
 		return;
 	info("stats: udp flows %u open, %llu created, %llu expired, "
-	     "%llu evicted, %llu ICMP errors to guest",
+	     "%llu evicted, %llu ICMP errors to guest, %llu datagrams on "
+	     "the loopback path",
 	     c->flows.count[FLOW_UDP],
 	     (unsigned long long)c->udp.flows_created,
 	     (unsigned long long)c->udp.flows_expired,
 	     (unsigned long long)c->udp.flows_evicted,
-	     (unsigned long long)c->udp.icmp_to_guest);
+	     (unsigned long long)c->udp.icmp_to_guest,
+	     (unsigned long long)c->udp.spliced);
 }

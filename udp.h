@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "drop.h"
+#include "fwd.h"
 #include "tap.h"
 
 struct ctx;
@@ -15,6 +16,18 @@ struct pkt;
 #define UDP_TIMEOUT_REPLIED_MS	180000	/* replies seen ("assured") */
 #define UDP_BATCH		32	/* datagrams per recvmmsg/sendmmsg */
 #define UDP_SCRATCH_SIZE	65536	/* error queue payloads */
+
+#define UDP_NS_POOL		16	/* namespace sockets made per helper task */
+
+/* Forwarded-port listeners of one direction (udp_fwd.c). */
+enum { UDP_FWD_IN = 0, UDP_FWD_OUT = 1 };	/* -u (host), -U (namespace) */
+struct udp_fwd_dir {
+	uint64_t bound[FWD_BITMAP_WORDS];	/* ports with a listener open */
+	uint64_t failed[FWD_BITMAP_WORDS];	/* auto: bind failed, not retried
+						 * while the port stays bound */
+	int *fds;		/* auto: listener per port * 2 + v6, -1: none */
+	int scan_fd[2];		/* auto: the other side's /proc/net/udp[6] */
+};
 
 /* A guest datagram waiting for udp_input_done(): payload in the rx batch. */
 struct udp_pend {
@@ -31,9 +44,18 @@ struct udp_state {
 	uint8_t *scratch;		/* UDP_SCRATCH_SIZE bytes */
 	unsigned int listeners;		/* forwarded-port sockets open */
 
+	/* Forwarded ports, auto scanning, loopback path (udp_fwd.c) */
+	struct udp_fwd_dir fwd[2];		/* [UDP_FWD_IN/OUT] */
+	uint32_t scan_ms;			/* auto: period, 0: no auto */
+	int64_t scan_due_ms;
+	uint8_t *splice_buf;			/* UDP_BATCH full-size slots */
+	int ns_pool[2][UDP_NS_POOL];		/* [v6]: sockets made in the
+						 * guest namespace, unused */
+	unsigned int ns_pool_n[2];
+
 	/* Counters (statistics dump, tests) */
 	uint64_t flows_created, flows_evicted, flows_expired;
-	uint64_t icmp_to_guest;
+	uint64_t icmp_to_guest, spliced;
 
 	/* Guest datagrams of the current input batch, chained per flow. */
 	unsigned int npend, nqueued;
@@ -58,6 +80,9 @@ void udp_timer(struct ctx *c);
  * (c->conf.udp_in), per family enabled and allowed by the spec's bind
  * address. Called by udp_init(); tests call it after filling a spec. */
 void udp_listen_init(struct ctx *c);
+/* udp_ns_init() - namespace mode, after ns_start(): -U listeners in the
+ * guest namespace, "auto" scanning (-u/-U auto), the loopback path. */
+void udp_ns_init(struct ctx *c);
 /* udp_close_all() - close and free every UDP flow (shutdown, tests). */
 void udp_close_all(struct ctx *c);
 /* udp_stats_log() - log the flow counters (statistics dump). */

@@ -1,0 +1,170 @@
+"""UDP forwarding in namespace mode: -U (guest loopback -> host loopback)
+with ranges and :target mappings over IPv4 and IPv6, -u auto / -U auto
+following servers that start and stop (and never forwarding ferry's own
+ports back), and the loopback-to-loopback path (host loopback -> -u port
+-> the guest's address over its lo, no tap) carrying 10 000 datagrams.
+
+Host-side servers are threads of this pytest process; guest-side ones
+run with nsenter. Every wait polls with a deadline.
+"""
+import json
+import socket
+import subprocess
+
+import pytest
+
+from conftest import run, wait_for
+from test_udp import (GUEST_VOLUME, PY, echo, guest_server,  # noqa: F401
+                      host_query, stats)
+
+SCAN_ENV = {"FERRY_TEST_UDP_SCAN_MS": "200"}
+
+
+# Guest client: for each ADDR|PORT argument, send two messages from a
+# connected socket (which only accepts replies from ADDR:PORT) and check
+# the echoes; prints "ok" or the first failure.
+GUEST_CLIENT = r'''
+import socket, sys
+for arg in sys.argv[1:]:
+    addr, port = arg.split("|")
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.connect((addr, int(port)))
+    for m in (b"x", bytes(range(256)) * 40):
+        s.send(m)
+        try:
+            r = s.recv(65535)
+        except OSError as e:
+            print("fail", arg, e)
+            sys.exit(0)
+        if r != m:
+            print("fail", arg, r[:40])
+            sys.exit(0)
+print("ok")
+'''
+
+
+def guest_client(f, *targets):
+    return f.guest([PY, "-c", GUEST_CLIENT] + list(targets)).stdout.strip()
+
+
+def free_port(fam=socket.AF_INET):
+    with socket.socket(fam, socket.SOCK_DGRAM) as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def udp_bound(path, port):
+    """Is UDP port bound (unconnected) in the /proc/net/udp* tables?"""
+    for name in ("udp", "udp6"):
+        try:
+            txt = open(f"{path}/{name}").read()
+        except FileNotFoundError:
+            continue
+        for line in txt.splitlines()[1:]:
+            f = line.split()
+            if int(f[1].split(":")[1], 16) == port and f[3] == "07":
+                return True
+    return False
+
+
+def test_udp_ns_forward_ranges_and_targets(ferry_ns, echo):
+    """-U 33100,33101-33102:34101-34102: guest clients on 127.0.0.1 and
+    ::1 reach host servers on the host's loopback, same port or mapped
+    (nothing listens on 33101/33102 on the host), and get the answers
+    back from the forwarded port."""
+    for p in (33100, 34101, 34102):
+        echo(socket.AF_INET, "127.0.0.1", p)
+        echo(socket.AF_INET6, "::1", p)
+    f = ferry_ns(args=["-U", "33100,33101-33102:34101-34102"])
+    assert guest_client(f, "127.0.0.1|33100",
+                        "::1|33100",
+                        "127.0.0.1|33101",
+                        "::1|33102") == "ok"
+    # Nothing else is forwarded: 33103 is not bound in the guest.
+    assert not udp_bound(f"/proc/{f.guest_pid}/net", 33103)
+    assert udp_bound(f"/proc/{f.guest_pid}/net", 33102)
+
+
+def test_udp_ns_auto_out(ferry_ns, echo, monkeypatch):
+    """-U auto: a host server started after ferry becomes reachable from
+    the guest's loopback; once it exits, the guest port is released."""
+    for k, v in SCAN_ENV.items():
+        monkeypatch.setenv(k, v)
+    f = ferry_ns(args=["-U", "auto", "-u", "none"])
+    gnet = f"/proc/{f.guest_pid}/net"
+    port = free_port()
+    assert not udp_bound(gnet, port)
+    e = echo(socket.AF_INET, "127.0.0.1", port)
+    wait_for(lambda: udp_bound(gnet, port), 5, "guest port bound by -U auto")
+    assert guest_client(f, f"127.0.0.1|{port}") == "ok"
+    e.close()
+    wait_for(lambda: not udp_bound(gnet, port), 5, "guest port released")
+    assert f"auto -U port {port} closed" in f.output()
+
+
+def test_udp_ns_auto_in_no_loop(ferry_ns, monkeypatch):
+    """-u auto (with -U auto, the default): a guest server started later
+    is reachable from the host (tap path and loopback path); ferry's own
+    host port is not forwarded back into the guest, so when the server
+    exits, both go away."""
+    for k, v in SCAN_ENV.items():
+        monkeypatch.setenv(k, v)
+    f = ferry_ns()
+    port = free_port()
+    srv = guest_server(f, [port])
+    try:
+        wait_for(lambda: udp_bound("/proc/net", port), 5,
+                 "host port bound by -u auto")
+        for addr in ("198.51.100.2", "127.0.0.1", "::1"):
+            r, sport = host_query(addr, port, b"hi " + addr.encode())
+            assert (r, sport) == (b"echo:%d:hi %s" % (port, addr.encode()),
+                                  port)
+    finally:
+        srv.kill()
+        srv.wait()
+    wait_for(lambda: not udp_bound("/proc/net", port), 5,
+             "host port released")
+    assert not udp_bound(f"/proc/{f.guest_pid}/net", port)
+    assert f"auto -U port {port}" not in f.output()
+
+
+# Guest echo server (plain), prints "ready".
+GUEST_ECHO_SERVER = r'''
+import socket, sys
+fam = socket.AF_INET6 if sys.argv[1] == "6" else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+s.bind(("::" if fam == socket.AF_INET6 else "0.0.0.0", int(sys.argv[2])))
+print("ready", flush=True)
+while True:
+    d, peer = s.recvfrom(65535)
+    s.sendto(d, peer)
+'''
+
+
+@pytest.mark.parametrize("fam,addr", [("4", "127.0.0.1"), ("6", "::1")])
+def test_udp_ns_loopback_path_volume(ferry_ns, fam, addr):
+    """Host loopback -> -u port -> guest over its lo (no tap): 10 000
+    datagrams of mixed sizes up to 9000 bytes echoed, none corrupted or
+    lost, and ferry counts them on the loopback path."""
+    port = free_port()
+    f = ferry_ns(args=["-u", str(port), "-U", "none"])
+    srv = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                            "--preserve-credentials", PY, "-c",
+                            GUEST_ECHO_SERVER, fam, str(port)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "ready"
+        r = run([PY, "-c", GUEST_VOLUME, addr, str(port), "10000", "9000"],
+                timeout=120)
+        res = json.loads(r.stdout)
+        print("loopback path:", res)
+        assert res["corrupt"] == 0 and res["dup"] == 0
+        assert res["received"] == 10000, res
+        n = int(stats(f, r"(\d+) datagrams on the loopback path"))
+        assert n >= 20000, n
+    finally:
+        srv.kill()
+        srv.wait()

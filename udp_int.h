@@ -1,0 +1,109 @@
+/* udp_int.h - what udp.c (flows, the guest path) and udp_fwd.c
+ * (forwarded ports, the loopback path) share; private to those two. */
+#ifndef FERRY_UDP_INT_H
+#define FERRY_UDP_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "ferry.h"
+
+#define UDP_RECV_ROUNDS	4	/* recvmmsg batches per event */
+#define UDP_ERR_ROUNDS	16	/* error queue entries per event */
+#define UDP_SPLICE_SLOT	65536	/* loopback path: one datagram, any size */
+
+struct udp_flow {
+	int sock;			/* own socket, or the shared listener */
+	bool shared;			/* sock is a forwarded-port socket */
+	bool replied;			/* the host side has answered */
+	bool queued;			/* in c->udp.queued[] this batch */
+	bool splice;			/* loopback path: sock is our own socket
+					 * on the far side, lsock the listener */
+	uint16_t peer_port;
+	union inany peer;		/* host side: destination / client */
+	union inany local;		/* shared: address the client used */
+	int lsock;			/* splice: the forwarded-port socket */
+	int64_t last_ms;		/* last activity (c->now, ms) */
+	uint32_t lru_prev, lru_next;
+	uint32_t pend_head, pend_tail;	/* datagrams queued this batch */
+};
+
+#define UDP_FLOW(fl)	FLOW_PRIV(fl, struct udp_flow)
+
+typedef union {
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+} sockaddr_inany;
+
+#define UDP_RX_NONE	SIZE_MAX
+
+/* One recvmmsg() batch received in place into guest frames. */
+struct udp_rxb {
+	struct mmsghdr mm[UDP_BATCH];
+	struct iovec iov[UDP_BATCH];
+	uint8_t *frames[UDP_BATCH];
+	size_t lens[UDP_BATCH];		/* payload, then frame lengths */
+	sockaddr_inany names[UDP_BATCH];
+	union {
+		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} cb[UDP_BATCH];
+};
+
+static inline int64_t udp_now_ms(const struct ctx *c)
+{
+	return (int64_t)c->now.tv_sec * 1000 + c->now.tv_nsec / 1000000;
+}
+
+/* --- udp.c ------------------------------------------------------------ */
+
+/* udp_flow_alloc() - a fresh flow (sock -1), evicting the least recently
+ * active one at the limit; NULL if impossible. */
+struct flow *udp_flow_alloc(struct ctx *c);
+/* udp_flow_free() - close its own socket (not a shared one), release. */
+void udp_flow_free(struct ctx *c, struct flow *fl);
+/* udp_flow_touch() - traffic on fl: the most recently active flow. */
+void udp_flow_touch(struct ctx *c, struct flow *fl);
+/* udp_sa_from() - socket address for a:port; returns its length. */
+socklen_t udp_sa_from(sockaddr_inany *sa, const union inany *a,
+		      uint16_t port);
+/* udp_socket() - a non-blocking UDP socket bound to a:port (see udp.c).
+ * Returns the fd or -errno. */
+int udp_socket(const union inany *a, uint16_t port, bool may_move,
+	       const char *ifname);
+/* udp_sock_setup() - buffer sizes, error queueing and V6ONLY on a fresh
+ * UDP socket fd of family v6. Returns 0 or -errno. */
+int udp_sock_setup(int fd, bool v6);
+/* udp_send_all() - sendmmsg() mm[0, n) on fd, retrying partial sends and
+ * errors that only report an earlier ICMP error; the rest is dropped and
+ * counted (DROP_SOCKET_ERROR). */
+void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n);
+/* udp_pktinfo_set() - control message asking for source address src;
+ * returns its length (0: src unspecified, nothing to ask). */
+size_t udp_pktinfo_set(uint8_t *cbuf, size_t size, const union inany *src);
+/* udp_rxb_slot() - point slot i of b at len bytes at buf, with room for
+ * the sender's address and pktinfo when meta. */
+void udp_rxb_slot(struct udp_rxb *b, unsigned int i, uint8_t *buf,
+		  size_t len, bool meta);
+/* udp_rxb_recv() - receive into reserved guest frames (see udp.c). */
+unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
+			  struct udp_rxb *b, bool *full);
+/* udp_frame_build() - headers in front of a received payload. */
+size_t udp_frame_build(const struct ctx *c, uint8_t *f,
+		       const struct flow_key *k, size_t plen);
+/* udp_env_u32() - test builds: a limit from the environment. */
+uint32_t udp_env_u32(const char *name, uint32_t dflt);
+
+/* --- udp_fwd.c ------------------------------------------------------- */
+
+/* udp_listen_handler() - event on a forwarded-port socket. */
+void udp_listen_handler(struct ctx *c, union eref ref, uint32_t events);
+/* udp_splice_handler() - event on a loopback-path flow's own socket. */
+void udp_splice_handler(struct ctx *c, struct flow *fl, uint32_t events);
+/* udp_fwd_timer() - auto forwarding: rescan when due; returns the ms
+ * until the next scan (INT64_MAX: none). */
+int64_t udp_fwd_timer(struct ctx *c);
+
+#endif /* FERRY_UDP_INT_H */
