@@ -31,7 +31,11 @@
  *   floor = max(4 * MSS of the host path, 64 KiB)
  *
  * The floor keeps full segments in flight (a clamp below the peer's MSS
- * degenerates into 200 ms silly-window crawling on this kernel). The clamp
+ * degenerates into 200 ms silly-window crawling on this kernel). The
+ * clamp limits the window beyond the last byte received, not the queue:
+ * while the guest is paused, the socket still fills up to its receive
+ * buffer (measured, doc/tcp.md "bounded buffering"); a tiny clamp for
+ * paused guests was tried and slowed the resume, so it is not used. The
  * is re-applied after every MSG_TRUNC consumption, because the kernel's
  * receive-buffer autotuning rewrites window_clamp whenever the buffer
  * grows (measured: a clamp set once does not persist). It is never set
@@ -272,6 +276,7 @@ void tcp_clamp_update(struct ctx *c, struct flow *fl, bool force)
 	if (conn->wnd_from_guest > (uint32_t)inq)
 		want = conn->wnd_from_guest - (uint32_t)inq;
 	clamp = MAX(want, tcp_clamp_floor(conn));
+
 	if (!force && clamp == conn->clamp)
 		return;
 	if (setsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp,
@@ -332,10 +337,11 @@ void tcp_rewind(struct ctx *c, struct flow *fl)
  * keep frames (starting at f[]), got payload bytes in all; their lengths
  * go to lens[] for the commit. */
 static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
-			    size_t *lens, unsigned int keep, size_t got)
+			    size_t *lens, unsigned int keep, size_t got,
+			    size_t mss)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	size_t mss = conn->mss_to_guest, hlen = tcp_hdr_len(fl);
+	size_t hlen = tcp_hdr_len(fl);
 	unsigned int i;
 
 	for (i = 0; i < keep; i++) {
@@ -384,6 +390,19 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip)
 	return n;
 }
 
+/* tcp_seg_size() - payload bytes per data segment: the guest's MSS, for
+ * large segments trimmed (by < 64 bytes) so that full frames exactly fill
+ * the link batch's 64-byte slot stride and need no compaction. */
+static size_t tcp_seg_size(const struct ctx *c, const struct flow *fl)
+{
+	size_t mss = conn_of((struct flow *)fl)->mss_to_guest;
+	size_t pre = c->link.ops->tx_prefix + tcp_hdr_len(fl);
+
+	if (mss < 8192)
+		return mss;
+	return (pre + mss) / 64 * 64 - pre;
+}
+
 /* tcp_read_batch() - one MSG_PEEK read into freshly reserved frames.
  * Returns payload bytes queued to the guest, 0 when nothing was (empty,
  * window full, no room), -1 on a socket error. */
@@ -391,7 +410,7 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	struct iovec iov[DISCARD_IOV + TCP_SEG_BATCH];
-	size_t hlen = tcp_hdr_len(fl), mss = conn->mss_to_guest, skip = 0;
+	size_t hlen = tcp_hdr_len(fl), mss = tcp_seg_size(c, fl), skip = 0;
 	size_t n = tcp_sendable(c, fl, &skip), got, left;
 	size_t lens[TCP_SEG_BATCH] = { 0 };
 	uint8_t *f[TCP_SEG_BATCH];
@@ -421,7 +440,7 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl)
 		return r < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
 	got = (size_t)r - skip;
 	keep = (unsigned int)((got + mss - 1) / mss);
-	tcp_frames_fill(c, fl, f, lens, keep, got);
+	tcp_frames_fill(c, fl, f, lens, keep, got, mss);
 	tap_tx_commit_many(c, lens, keep);
 	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got);
 	return (long)got;

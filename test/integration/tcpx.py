@@ -11,7 +11,7 @@ compare them.
   ROLE: send | recv | echo | sendrecv | halfclose | rst | hold
 
 Options: --bytes N (send size), --pause-at N --pause S (receiver stops
-reading for S seconds after N bytes), --rate-log (receiver: bytes per
+reading for S seconds after N bytes; N < 0: after -N milliseconds), --rate-log (receiver: bytes per
 100 ms slot), --conns N --parallel P --size N (many connections: connect
 side opens N connections, at most P at once, each sends N bytes and
 reads the echo), --count N (listen side: serve N connections).
@@ -59,7 +59,9 @@ def do_recv(s, pause_at=None, pause=0.0, rate_log=False):
     paused = False
     buf = bytearray(1 << 18)
     while True:
-        if pause_at is not None and not paused and n >= pause_at:
+        if (pause_at is not None and not paused and
+                (n >= pause_at if pause_at >= 0
+                 else time.monotonic() - t0 >= -pause_at / 1000)):
             paused = True
             pause_start = time.monotonic() - t0
             time.sleep(pause)

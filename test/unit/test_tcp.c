@@ -337,3 +337,35 @@ TEST(tcp_window_limits_and_dupack_rewind)
 	close(ls);
 	tcp_test_free(c);
 }
+
+TEST(tcp_guest_never_completes_handshake)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40005 };
+	int ls = listener(false, &g.dport), a, step;
+	struct pkt p;
+	size_t synacks = 0, i;
+	char b[4];
+
+	g.seq = 1;
+	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
+	pump(c, 2000, 1);
+	a = accept(ls, NULL, NULL);
+	CHECK(a >= 0);
+	/* The guest stays silent: time moves on (injected), SYN-ACKs are
+	 * retransmitted with backoff, then the host side is reset. */
+	for (step = 0; step < 40 && c->flows.count[FLOW_TCP]; step++) {
+		c->now.tv_sec += 1;
+		tcp_timer(c);
+	}
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	for (i = 0; i < test_tx_n(c); i++)
+		if (seg_at(c, i, &p) && p.tcp.flags == (TCP_F_SYN | TCP_F_ACK))
+			synacks++;
+	CHECK_EQ(synacks, 1 + TCP_SYN_RETRIES);
+	CHECK_EQ(recv(a, b, sizeof(b), 0), -1);
+	CHECK_EQ(errno, ECONNRESET);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
