@@ -141,6 +141,8 @@ def test_stall_paused_receiver(ferry_ns, shape):
     report({"shape": shape, "case": "pause3s", "before": before,
             "after": after, "recvq_max_paused": qmax,
             "resume_slots": slots[int(p1 * 10):int(p1 * 10) + 12]})
-    assert len(before) >= 1 and len(after) >= 1, (before, after)
+    assert len(before) >= 1, before
     assert not zero_secs, (before, after)
-    assert post >= pre / 2, (pre, post)
+    # A transfer that finished within a second of the resume recovered.
+    if len(slots) / 10 - p1 >= 1:
+        assert post >= pre / 2, (pre, post)
