@@ -311,7 +311,7 @@ def test_flood_from_guest_with_backlog(vm):
 # same ferry after disconnecting. Host servers listen on the sandbox host's
 # loopback, which the guest reaches at the gateway address.
 
-TCP_UP, TCP_DOWN, TFTP, INBOUND = 18001, 18002, 18069, 18080
+TCP_UP, TCP_DOWN, TFTP, INBOUND, IPERF = 18001, 18002, 18069, 18080, 18201
 DNS_FWD, DNS_NAME, DNS_ADDR = "198.51.100.53", "vm.ferry.test", "192.0.2.99"
 
 GUEST_CHECKS = r"""
@@ -338,6 +338,15 @@ if timeout 10 nc -w 5 "$GW" {up} < /root/up.bin; then
 	i=0
 	while [ ! -f /tmp/inbound.rc ] && [ $i -lt 20 ]; do sleep 0.5; i=$((i+1)); done
 	check "TCP inbound served" test "$(cat /tmp/inbound.rc 2>/dev/null)" = 0
+	# bulk both ways and a UDP flood at the guest's line rate through the
+	# stream socket, then the link must still be in sync
+	ip3() {{ out=$1; shift; timeout 40 iperf3 -c "$GW" -p {iperf} -t 2 -f m --connect-timeout 5000 "$@" > "$out" 2>&1; }}
+	check "iperf3 TCP guest to host" ip3 /tmp/ip3a.txt
+	check "iperf3 TCP host to guest" ip3 /tmp/ip3b.txt -R
+	check "iperf3 UDP flood guest to host" ip3 /tmp/ip3c.txt -u -b 0 -l 1400
+	for x in a b c; do echo "INFO iperf3 $x: $(grep -E 'receiver' /tmp/ip3$x.txt | tail -n1)"; done
+	check "link in sync after floods" timeout 15 ping -c 2 -W 5 "$GW"
+	check "TCP over IPv6 (gateway)" sh -c "timeout 30 nc -w 5 $GW6%eth0 {down} > /tmp/down6.bin; sha256sum /tmp/down6.bin | grep -q {down_sha}"
 else
 	echo "FAIL TCP upload: no connection to $GW:{up}"
 	echo "FAIL TCP download: skipped, no TCP"
@@ -421,11 +430,15 @@ def guest(tmp_path_factory):
     srv = g.srv = Servers()
     srv.tcp(TCP_UP, tcp_sink(srv.results, "up", len(up)))
     srv.tcp(TCP_DOWN, tcp_source(down))
+    srv.tcp(TCP_DOWN, tcp_source(down), host="::1")	# gateway fe80::1
     g.tftp_rx = {}
     srv.udp(TFTP, tftp_handler({"down": tftp_down}, g.tftp_rx))
     srv.udp(53, lambda s, d, a: s.sendto(dns_answer(d, {DNS_NAME: DNS_ADDR}),
                                          a))
     g.up, g.tftp_up = up, tftp_up
+    g.iperf = subprocess.Popen(["iperf3", "-s", "-p", str(IPERF)],
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     f = g.ferry = FerryVM(tmp, ["-t", str(INBOUND), "--dns-forward", DNS_FWD,
                                 "--dns-host", "127.0.0.1"])
     inbound = os.urandom(64 << 10)
@@ -436,7 +449,7 @@ def guest(tmp_path_factory):
     script = GUEST_CHECKS.format(
         inbound=INBOUND, host4=HOST4, gw4=GW4, dns=DNS_FWD, name=DNS_NAME,
         addr=DNS_ADDR, tftp=TFTP, tftp_sha=sha(tftp_down), up=TCP_UP,
-        down=TCP_DOWN, down_sha=sha(down))
+        down=TCP_DOWN, down_sha=sha(down), iperf=IPERF)
     (tmp / "b1").mkdir()
     (tmp / "b2").mkdir()
     g.boot1 = boot_guest(tmp / "b1", f.sock, script,
@@ -446,9 +459,14 @@ def guest(tmp_path_factory):
                          kargs="ferry.slaac_wait=0")
     print(f"\nguest build {g.build_s:.1f}s; boot 1: {g.boot1.describe()}; "
           f"boot 2: {g.boot2.describe()}")
+    print("\n".join(x for x in g.boot1.out.splitlines()
+                    if x.startswith("INFO")))
+    print("ferry from/to guest frames, drops:", ferry_stats(f))
     yield g
     srv.stop()
     f.stop()
+    g.iperf.terminate()
+    g.iperf.wait(10)
 
 
 def test_guest_boot_and_run(guest):
@@ -494,6 +512,20 @@ def test_guest_tcp_inbound_forwarded_port(guest):
     guest.boot1.check("TCP inbound served", guest.ferry)
     assert guest.srv.results.get("inbound") == "ok", \
         guest.srv.results.get("inbound")
+
+
+@pytest.mark.parametrize("check", [
+    "iperf3 TCP guest to host", "iperf3 TCP host to guest",
+    "iperf3 UDP flood guest to host", "link in sync after floods"])
+def test_guest_bulk_and_flood(guest, check):
+    guest.boot1.check(check, guest.ferry)
+    out = guest.ferry.output()
+    assert "bad frame length" not in out
+    assert out.count("guest disconnected") <= 2
+
+
+def test_guest_tcp_ipv6(guest):
+    guest.boot1.check("TCP over IPv6 (gateway)", guest.ferry)
 
 
 def test_guest_reconnects_to_same_ferry(guest):

@@ -256,7 +256,8 @@ class Servers:
 
     def tcp(self, port, handler, host="127.0.0.1"):
         """Accept connections on host:port; handler(conn) per connection."""
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((host, port))
         s.listen(4)
