@@ -9,6 +9,7 @@
  * decision is the shared link code's, exactly as in namespace mode.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -115,10 +116,17 @@ static int listen_socket(struct conf *f)
 	die("cannot find a free socket path /tmp/ferry_N.socket; use --socket");
 }
 
-/* attach_client() - start serving a connected stream socket. */
+/* attach_client() - start serving a connected stream socket. Its send
+ * buffer is made as large as allowed (net.core.wmem_max): a write that
+ * the socket takes only in part costs the rest of the batch (see
+ * tap_stream.c). */
 static void attach_client(struct ctx *c, int fd)
 {
 	union eref ref = { .type = EREF_LINK };
+	int big = INT_MAX;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)))
+		debug("guest socket: SO_SNDBUF: %s", strerror(errno));
 
 	if (fd_set_nonblock(fd) ||
 	    ep_add(c, fd, EPOLLIN | EPOLLRDHUP, ref))
