@@ -58,4 +58,5 @@ void stats_log(const struct ctx *c)
 			     (unsigned long long)c->stats.drops[r]);
 	udp_stats_log(c);
 	tcp_stats_log(c);
+	tcp_fwd_stats_log(c);
 }

@@ -130,6 +130,7 @@ int main(int argc, char **argv)
 		udp_ns_init(c);
 	} else
 		vm_start(c);
+	tcp_fwd_init(c);
 	daemonize(c);
 
 	loop(c);

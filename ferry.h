@@ -22,6 +22,7 @@
 #include "icmp.h"
 #include "ndp.h"
 #include "tcp.h"
+#include "tcp_fwd.h"
 #include "udp.h"
 
 enum eref_type {
@@ -88,6 +89,7 @@ struct ctx {
 	struct ndp_state ndp;
 	struct icmp_state icmp;
 	struct tcp_state tcp;
+	struct tcp_fwd_state tcp_fwd;
 	struct udp_state udp;
 };
 

@@ -126,10 +126,14 @@ static void dispatch(struct ctx *c, union eref ref, uint32_t events)
 		icmp_sock_handler(c, ref.idx, events);
 		break;
 	case EREF_TCP:
-	case EREF_TCP_LISTEN:
 	case EREF_TCP_TIMER:
-	case EREF_TCP_SPLICE:
 		tcp_sock_handler(c, ref.u64, events);
+		break;
+	case EREF_TCP_LISTEN:
+		tcp_fwd_listen_handler(c, ref.u64, events);
+		break;
+	case EREF_TCP_SPLICE:
+		tcp_splice_handler(c, ref.u64, events);
 		break;
 	case EREF_UDP:
 	case EREF_UDP_LISTEN:
@@ -148,6 +152,7 @@ static void timers_run(struct ctx *c)
 	ndp_timer(c);
 	icmp_timer(c);
 	tcp_timer(c);
+	tcp_fwd_timer(c);
 	udp_timer(c);
 }
 

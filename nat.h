@@ -29,4 +29,15 @@ void nat_inbound(const struct ctx *c, union inany *src);
 bool nat_outbound_l4(const struct ctx *c, union inany *dst, uint16_t dport);
 void nat_inbound_l4(const struct ctx *c, union inany *src, uint16_t sport);
 
+/* nat_inbound_fwd() - how the guest sees the client of a forwarded port
+ * (peer:pport on the host): mapped by nat_inbound_l4(); a loopback client
+ * that nothing maps, or one using the address the guest shares with the
+ * host, appears as the gateway. */
+union inany nat_inbound_fwd(const struct ctx *c, const union inany *peer,
+			    uint16_t pport);
+/* nat_guest_addr() - the guest address an inbound flow from seen goes to
+ * (its link-local one for a link-local source). False if none known. */
+bool nat_guest_addr(const struct ctx *c, const union inany *seen,
+		    union inany *a);
+
 #endif /* FERRY_NAT_H */

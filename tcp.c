@@ -212,7 +212,7 @@ static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
 }
 
 /* tcp_sock_opts() - options of a new host socket. */
-static void tcp_sock_opts(int s)
+void tcp_sock_opts(int s)
 {
 	int one = 1;
 
@@ -274,8 +274,8 @@ static void tcp_key_from_pkt(const struct pkt *p, struct flow_key *k)
 
 /* tcp_guest_syn_params() - what the guest's SYN (or SYN-ACK) tells us:
  * its ISN, window, window scale and MSS. */
-static void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
-				 const struct tcp_view *t, bool v6)
+void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
+			  const struct tcp_view *t, bool v6)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	unsigned int mtu = c->conf.mtu ? c->conf.mtu : 1500;
@@ -370,7 +370,7 @@ static void tcp_connect_done(struct ctx *c, struct flow *fl, uint32_t events)
 }
 
 /* tcp_established() - the guest acknowledged our SYN-ACK. */
-static void tcp_established(struct ctx *c, struct flow *fl)
+void tcp_established(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	int zero = 0;
@@ -502,6 +502,8 @@ static bool tcp_handshake_input(struct ctx *c, struct flow *fl,
 	const struct tcp_view *t = &p->tcp;
 
 	*r = DROP_NONE;
+	if (conn->state == TCP_CS_SYN_TO_GUEST)		/* tcp_fwd.c */
+		return tcp_fwd_synack(c, fl, p, r);
 	if (conn->state == TCP_CS_CONNECTING)
 		return false;		/* SYN retransmission: still waiting */
 	if (conn->state != TCP_CS_SYNACK_SENT) {
@@ -743,6 +745,8 @@ static bool tcp_conn_timeout(struct ctx *c, struct flow *fl)
 		tcp_send_flags(c, fl, TCP_F_SYN | TCP_F_ACK);
 		tcp_timer_set(c, conn, (int64_t)TCP_SYN_RTO_MS << conn->retries);
 		return false;
+	case TCP_CS_SYN_TO_GUEST:			/* tcp_fwd.c */
+		return tcp_fwd_syn_timeout(c, fl);
 	default:
 		if (tcp_probe_or_rto(c, fl)) {
 			tcp_events_update(c, fl);

@@ -134,6 +134,11 @@ int64_t tcp_now_ms(const struct ctx *c);
 void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
 void tcp_events_update(struct ctx *c, struct flow *fl);
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
+struct tcp_view;
+void tcp_sock_opts(int s);
+void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
+			  const struct tcp_view *t, bool v6);
+void tcp_established(struct ctx *c, struct flow *fl);
 
 /* tcp_tx.c */
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);

@@ -86,65 +86,17 @@ static void inany_loopback(union inany *a, bool v6)
 		inany_from4(a, lo);
 }
 
-/* guest_addr() - the guest's address for inbound flows from the guest-
- * side address seen: for a link-local one (the gateway fe80::1 standing
- * for host loopback) the guest's link-local address, which its replies
- * will come from (RFC 6724 source selection), else its global one. */
-static bool guest_addr(const struct ctx *c, const union inany *seen,
-		       union inany *a)
-{
-	bool v6 = !inany_is4(seen);
-
-	if (!v6) {
-		struct in_addr g = c->conf.ip4.addr;
-
-		if (in4_is_unspec(&g))
-			g = c->guest_seen4;
-		inany_from4(a, g);
-		return !in4_is_unspec(&g);
-	}
-	const struct in6_addr *g6 = &c->conf.ip6.addr;
-
-	if (IN6_IS_ADDR_LINKLOCAL(&seen->a6) && !in6_is_unspec(&c->guest_ll6))
-		g6 = &c->guest_ll6;
-	if (in6_is_unspec(g6))
-		g6 = &c->guest_seen6;
-	if (in6_is_unspec(g6))
-		g6 = &c->guest_ll6;
-	inany_from6(a, g6);
-	return !in6_is_unspec(g6);
-}
-
-/* seen_from() - how the guest sees a host-side client address: mapped by
- * nat_inbound_l4(); a loopback client that nothing maps, or one using the
- * address the guest shares with the host, appears as the gateway (the
- * guest would take either for a martian). */
-static union inany seen_from(const struct ctx *c, const union inany *peer,
-			     uint16_t pport)
-{
-	union inany s = *peer;
-
-	nat_inbound_l4(c, &s, pport);
-	if (inany_is4(&s) && ((ntohl(s.v4m.a4.s_addr) >> 24) == 127 ||
-			      in4_eq(&s.v4m.a4, &c->conf.ip4.addr)))
-		inany_from4(&s, c->conf.ip4.gw);
-	else if (!inany_is4(&s) && (IN6_IS_ADDR_LOOPBACK(&s.a6) ||
-				    in6_eq(&s.a6, &c->conf.ip6.addr)))
-		inany_from6(&s, &c->conf.ip6.gw);
-	return s;
-}
-
 /* udp_flow_in() - a new inbound flow: client peer:pport sent to
  * local:port on the forwarded-port socket fd. NULL if impossible. */
 static struct flow *udp_flow_in(struct ctx *c, int fd, uint16_t port,
 				const struct flow_key *hk)
 {
-	union inany gaddr, seen = seen_from(c, &hk->a, hk->pa);
+	union inany gaddr, seen = nat_inbound_fwd(c, &hk->a, hk->pa);
 	struct flow_key gk;
 	struct udp_flow *u;
 	struct flow *fl;
 
-	if (!guest_addr(c, &seen, &gaddr))
+	if (!nat_guest_addr(c, &seen, &gaddr))
 		return NULL;
 	flow_key_make(&gk, IPPROTO_UDP, &gaddr,
 		      fwd_target(&c->conf.udp_in, port), &seen, hk->pa);

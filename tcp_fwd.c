@@ -1,0 +1,522 @@
+/* tcp_fwd.c - forwarded TCP ports: listeners, "auto" detection, and
+ * host-initiated connections through the guest link.
+ *
+ * Theory of operation
+ *
+ * Listeners. -t (TCP_FWD_IN) listens on the host, -T (TCP_FWD_OUT, ns mode
+ * only) inside the guest's namespace: its sockets are made by a helper
+ * task in the namespace (ns_call()) and then served by ferry like any
+ * other fd. A forwarded port gets one socket per enabled family (IPv6
+ * with IPV6_V6ONLY), SO_REUSEADDR, bound to the spec's address or
+ * interface (SO_BINDTODEVICE) for that port; -T binds the namespace's
+ * loopback unless the spec names an address. The table lfd[] maps
+ * (direction, family, port) to the listener, so ports can be closed again
+ * and each direction can tell its own listeners from the user's.
+ *
+ * "auto" re-reads /proc/net/tcp and tcp6 every TCP_FWD_SCAN_MS: for -t the
+ * namespace's files (opened once by the helper task: a /proc/net file
+ * stays bound to the namespace it was opened in), for -T the host's.
+ * Every listening port, minus the spec's exclusions and minus ports the
+ * other direction listens on itself (ferry's own listeners would
+ * otherwise be mirrored back), gets a listener; ports that stop listening
+ * lose theirs.
+ *
+ * Connections. An accepted connection whose client is on the same
+ * loopback (ns mode) is spliced to the other side's loopback at the target
+ * port without touching the guest link (tcp_splice.c); so is every -T
+ * connection. Any other -t connection goes through the guest link: a
+ * FLOW_TCP flow (tcp_conn.h) in state TCP_CS_SYN_TO_GUEST sends a SYN to
+ * the guest's address and target port, from the client's own address
+ * unless that is local to the host (then from the gateway, as
+ * nat_inbound_fwd() decides). The guest's SYN-ACK establishes the
+ * connection (tcp_fwd_synack()) and tcp.c / tcp_tx.c take over; its RST,
+ * or no answer after TCP_SYN_RETRIES retransmissions, resets the client.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <netinet/tcp.h>
+
+#include "ferry.h"
+#include "fwd_scan.h"
+#include "log.h"
+#include "nat.h"
+#include "ns.h"
+#include "pkt.h"
+#include "tcp_conn.h"
+#include "util.h"
+
+#define LFD_SLOTS	(2 * 2 * 65536)
+#define LFD_NEW		(1 << 30)	/* opened, not yet registered */
+
+typedef union {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+	struct sockaddr_storage ss;
+} sockaddr_any;
+
+static size_t lfd_idx(enum tcp_fwd_dir dir, bool v6, unsigned int port)
+{
+	return ((size_t)dir * 2 + v6) * 65536 + port;
+}
+
+static const struct fwd_spec *spec_of(const struct ctx *c,
+				      enum tcp_fwd_dir dir)
+{
+	return dir == TCP_FWD_IN ? &c->conf.tcp_in : &c->conf.tcp_out;
+}
+
+static bool family_on(const struct ctx *c, bool v6)
+{
+	return v6 ? c->conf.ip6.enabled : c->conf.ip4.enabled;
+}
+
+/* sa_set() - a:port as a socket address; returns its length. */
+static socklen_t sa_set(sockaddr_any *sa, const union inany *a, uint16_t port)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (inany_is4(a)) {
+		sa->v4.sin_family = AF_INET;
+		sa->v4.sin_addr = a->v4m.a4;
+		sa->v4.sin_port = htons(port);
+		return sizeof(sa->v4);
+	}
+	sa->v6.sin6_family = AF_INET6;
+	sa->v6.sin6_addr = a->a6;
+	sa->v6.sin6_port = htons(port);
+	return sizeof(sa->v6);
+}
+
+/* sa_get() - the address and port of a socket address. */
+static void sa_get(const sockaddr_any *sa, union inany *a, uint16_t *port)
+{
+	if (sa->sa.sa_family == AF_INET) {
+		inany_from4(a, sa->v4.sin_addr);
+		*port = ntohs(sa->v4.sin_port);
+	} else {
+		inany_from6(a, &sa->v6.sin6_addr);
+		*port = ntohs(sa->v6.sin6_port);
+	}
+}
+
+/* listen_sock() - a non-blocking listening socket on a:port (in the
+ * calling task's network namespace). Returns the fd or -errno. */
+static int listen_sock(const union inany *a, uint16_t port, const char *ifname,
+		       bool freebind)
+{
+	bool v6 = !inany_is4(a);
+	int s, one = 1, e;
+	sockaddr_any sa;
+	socklen_t sl = sa_set(&sa, a, port);
+
+	s = socket(v6 ? AF_INET6 : AF_INET,
+		   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+	if (s < 0)
+		return -errno;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (v6)
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (freebind)
+		setsockopt(s, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+			   v6 ? IPV6_FREEBIND : IP_FREEBIND, &one, sizeof(one));
+	if ((ifname && ifname[0] &&
+	     setsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, ifname,
+			(socklen_t)strlen(ifname))) ||
+	    bind(s, &sa.sa, sl) || listen(s, TCP_FWD_BACKLOG)) {
+		e = errno;
+		close(s);
+		return -e;
+	}
+	return s;
+}
+
+/* bind_addr() - where dir's listener for port binds in family v6: false
+ * if the spec's bind address excludes that family. */
+static bool bind_addr(const struct ctx *c, enum tcp_fwd_dir dir, bool v6,
+		      uint16_t port, union inany *a, const char **ifname)
+{
+	const struct fwd_bind *b = fwd_port_bind(spec_of(c, dir), port);
+	bool any = !b->has_addr4 && !b->has_addr6;
+
+	*ifname = b->ifname[0] ? b->ifname : NULL;
+	if (!any && (v6 ? !b->has_addr6 : !b->has_addr4))
+		return false;
+	if (v6)
+		inany_from6(a, !any ? &b->addr6 : dir == TCP_FWD_OUT ?
+				&in6addr_loopback : &in6addr_any);
+	else
+		inany_from4(a, !any ? b->addr4 : (struct in_addr){
+			dir == TCP_FWD_OUT ? htonl(INADDR_LOOPBACK) : 0 });
+	return true;
+}
+
+/* for_each_port() - iterate the ports set in a FWD_BITMAP_WORDS map. */
+#define for_each_port(map, w, b, port)					\
+	for ((w) = 0; (w) < FWD_BITMAP_WORDS; (w)++)			\
+		for ((b) = 0; (b) < 64 && (map)[(w)] >> (b); (b)++)	\
+			if (((map)[(w)] >> (b) & 1) &&			\
+			    ((port) = (uint16_t)((w) * 64 + (b))))
+
+/* What open_job() opens: ports in map, for direction dir. */
+struct open_job {
+	struct ctx *c;
+	enum tcp_fwd_dir dir;
+	const uint64_t *map;
+};
+
+/* open_job() - open the listeners of job->map in the calling task's
+ * namespace; a new one's slot in lfd[] gets (fd + 1) | LFD_NEW, a failure
+ * -errno. */
+static int open_job(void *arg)
+{
+	struct open_job *j = arg;
+	struct ctx *c = j->c;
+	unsigned int w, b;
+	uint16_t port = 0;
+	const char *ifn;
+	union inany a;
+	int v6, fd;
+
+	for_each_port(j->map, w, b, port) {
+		for (v6 = 0; v6 < 2; v6++) {
+			int32_t *slot = &c->tcp_fwd.lfd[lfd_idx(j->dir, v6,
+								port)];
+
+			if (*slot > 0 || !family_on(c, v6) ||
+			    !bind_addr(c, j->dir, v6, port, &a, &ifn))
+				continue;
+			fd = listen_sock(&a, port, ifn, c->conf.freebind);
+			*slot = fd < 0 ? fd : (fd + 1) | LFD_NEW;
+		}
+	}
+	return 0;
+}
+
+/* register_slot() - put a listener open_job() made into the loop; report
+ * a failure unless quiet. */
+static void register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
+			  uint16_t port, bool quiet)
+{
+	int32_t *slot = &c->tcp_fwd.lfd[lfd_idx(dir, v6, port)];
+	union eref ref = { .type = EREF_TCP_LISTEN,
+			   .side = (uint8_t)(v6 | dir << 1), .aux = port };
+	int fd;
+
+	if (*slot < 0) {
+		if (!quiet)
+			warn("tcp: cannot forward %s port %u (IPv%d): %s",
+			     dir == TCP_FWD_IN ? "-t" : "-T", port, v6 ? 6 : 4,
+			     strerror(-*slot));
+		*slot = 0;
+		return;
+	}
+	if (!(*slot & LFD_NEW))
+		return;
+	fd = (*slot & ~LFD_NEW) - 1;
+	ref.idx = (uint32_t)fd;
+	if (ep_add(c, fd, EPOLLIN, ref)) {
+		close(fd);
+		*slot = 0;
+		return;
+	}
+	*slot = fd + 1;
+	c->tcp_fwd.st.listeners++;
+}
+
+/* open_ports() - listeners for the ports in map (in the namespace for
+ * TCP_FWD_OUT), registered with the loop. quiet: no warning per failure
+ * ("all" and "auto" meet ports in use). */
+static void open_ports(struct ctx *c, enum tcp_fwd_dir dir,
+		       const uint64_t *map, bool quiet)
+{
+	struct open_job j = { c, dir, map };
+	unsigned int w, b;
+	uint16_t port = 0;
+	int rc;
+
+	rc = dir == TCP_FWD_OUT ? ns_call(c, open_job, &j) : open_job(&j);
+	if (rc)
+		warn("tcp: cannot open -T listeners: %s", strerror(-rc));
+	for_each_port(map, w, b, port) {
+		register_slot(c, dir, false, port, quiet || rc);
+		register_slot(c, dir, true, port, quiet || rc);
+	}
+}
+
+/* close_port() - close dir's listeners of port. */
+static void close_port(struct ctx *c, enum tcp_fwd_dir dir, uint16_t port)
+{
+	int v6;
+
+	for (v6 = 0; v6 < 2; v6++) {
+		int32_t *slot = &c->tcp_fwd.lfd[lfd_idx(dir, v6, port)];
+
+		if (*slot <= 0)
+			continue;
+		ep_del(c, *slot - 1);
+		close(*slot - 1);
+		*slot = 0;
+	}
+}
+
+/* listening() - does dir have a listener of its own on port? */
+static bool listening(const struct ctx *c, enum tcp_fwd_dir dir,
+		      uint16_t port)
+{
+	return c->tcp_fwd.lfd[lfd_idx(dir, false, port)] > 0 ||
+	       c->tcp_fwd.lfd[lfd_idx(dir, true, port)] > 0;
+}
+
+/* auto_scan() - one "auto" round for dir: listen where the watched side
+ * listens, stop where it stopped. */
+static void auto_scan(struct ctx *c, enum tcp_fwd_dir dir)
+{
+	struct tcp_fwd_state *fs = &c->tcp_fwd;
+	const struct fwd_spec *f = spec_of(c, dir);
+	uint64_t want[FWD_BITMAP_WORDS] = { 0 }, add[FWD_BITMAP_WORDS];
+	uint64_t *have = fs->auto_map[dir];
+	unsigned int w, b;
+	uint16_t port = 0;
+	bool any = false;
+	int v6;
+
+	for (v6 = 0; v6 < 2; v6++)
+		if (fs->proc[dir][v6] >= 0 &&
+		    fwd_scan_fd(fs->proc[dir][v6], IPPROTO_TCP, want))
+			return;		/* unreadable now: change nothing */
+	for (w = 0; w < FWD_BITMAP_WORDS; w++)
+		want[w] &= ~f->excl[w];
+	for_each_port(want, w, b, port)
+		if (listening(c, !dir, port))
+			want[w] &= ~(1ULL << b);
+	for (w = 0; w < FWD_BITMAP_WORDS; w++) {
+		uint64_t gone = have[w] & ~want[w];
+
+		add[w] = want[w] & ~have[w];
+		any |= !!add[w];
+		for (b = 0; gone >> b && b < 64; b++)
+			if (gone >> b & 1)
+				close_port(c, dir, (uint16_t)(w * 64 + b));
+		have[w] = want[w];
+	}
+	if (any)
+		open_ports(c, dir, add, true);
+}
+
+void tcp_fwd_timer(struct ctx *c)
+{
+	struct tcp_fwd_state *fs = &c->tcp_fwd;
+	int64_t now = tcp_now_ms(c);
+
+	if (!fs->ready || (fs->proc[0][0] < 0 && fs->proc[0][1] < 0 &&
+			   fs->proc[1][0] < 0 && fs->proc[1][1] < 0))
+		return;
+	if (now >= fs->next_scan_ms) {
+		auto_scan(c, TCP_FWD_IN);
+		auto_scan(c, TCP_FWD_OUT);
+		fs->st.scans++;
+		fs->next_scan_ms = now + TCP_FWD_SCAN_MS;
+	}
+	timer_request(c, MAX(fs->next_scan_ms - now, 1));
+}
+
+/* proc_job() - open /proc/net/tcp and tcp6 of the calling task's network
+ * namespace into fds[2]. */
+static int proc_job(void *arg)
+{
+	int *fds = arg;
+
+	fds[0] = open("/proc/self/net/tcp", O_RDONLY | O_CLOEXEC);
+	fds[1] = open("/proc/self/net/tcp6", O_RDONLY | O_CLOEXEC);
+	return 0;
+}
+
+void tcp_fwd_init(struct ctx *c)
+{
+	struct tcp_fwd_state *fs = &c->tcp_fwd;
+	bool ns = c->conf.mode == MODE_NS;
+	enum tcp_fwd_dir dir;
+
+	fs->lfd = alloc_startup(LFD_SLOTS * sizeof(*fs->lfd));
+	fs->proc[0][0] = fs->proc[0][1] = fs->proc[1][0] = fs->proc[1][1] = -1;
+	fs->ready = true;
+	if (c->conf.no_tcp)
+		return;
+	for (dir = TCP_FWD_IN; dir <= TCP_FWD_OUT; dir++) {
+		const struct fwd_spec *f = spec_of(c, dir);
+
+		if (dir == TCP_FWD_OUT && !ns)
+			break;
+		if (f->mode == FWD_SPEC || f->mode == FWD_ALL)
+			open_ports(c, dir, f->map, f->mode == FWD_ALL);
+		if (f->mode != FWD_AUTO || !ns)
+			continue;
+		if (dir == TCP_FWD_IN)
+			ns_call(c, proc_job, fs->proc[dir]);
+		else
+			proc_job(fs->proc[dir]);
+		if (fs->proc[dir][0] < 0 && fs->proc[dir][1] < 0)
+			warn("tcp: %s auto: cannot read listening ports",
+			     dir == TCP_FWD_IN ? "-t" : "-T");
+	}
+	tcp_fwd_timer(c);
+}
+
+/* --- Connections through the guest link ------------------------------- */
+
+void tcp_fwd_abort(struct ctx *c, int s)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	close(s);
+	c->tcp_fwd.st.refused++;
+}
+
+/* fwd_to_guest() - a -t connection from peer:pport through the guest
+ * link to the guest's port: a FLOW_TCP flow sending the guest a SYN. */
+static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
+			 uint16_t pport, uint16_t port)
+{
+	union eref ref = { .type = EREF_TCP };
+	union inany seen = nat_inbound_fwd(c, peer, pport), ga;
+	struct tcp_conn *conn;
+	struct flow_key k;
+	struct flow *fl;
+	socklen_t sl = sizeof(int);
+	int mss = 0;
+
+	if (!c->link.up || !nat_guest_addr(c, &seen, &ga) ||
+	    inany_is4(&seen) != inany_is4(&ga)) {
+		tcp_fwd_abort(c, s);
+		return;
+	}
+	flow_key_make(&k, IPPROTO_TCP, &ga, port, &seen, pport);
+	if (flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) ||
+	    !(fl = flow_alloc(&c->flows, FLOW_TCP))) {
+		tcp_fwd_abort(c, s);
+		return;
+	}
+	conn = FLOW_PRIV(fl, struct tcp_conn);
+	conn->sock = s;
+	conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
+	conn->state = TCP_CS_SYN_TO_GUEST;
+	conn->flags = TCP_C_FWD;
+	conn->ws_to_guest = TCP_WS_TO_GUEST;
+	conn->wnd_to_guest = 65535;	/* SYN windows are never scaled */
+	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, &k);
+	conn->isn_to_guest = seq_make(tcp_isn(c, fl));
+	conn->seq_to_guest = seq_add(conn->isn_to_guest, 1);
+	conn->seq_acked_by_guest = conn->seq_to_guest;
+	conn->last_ms = tcp_now_ms(c);
+	if (!getsockopt(s, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) && mss > 0)
+		conn->mss_host = (uint16_t)MIN(mss, 65535);
+	tcp_sock_opts(s);
+	ref.idx = flow_idx(&c->flows, fl);
+	if (ep_add(c, s, 0, ref)) {
+		tcp_conn_close(c, fl, true);
+		c->tcp_fwd.st.refused++;
+		return;
+	}
+	tcp_send_flags(c, fl, TCP_F_SYN);
+	tcp_timer_set(c, conn, TCP_SYN_RTO_MS);
+	c->tcp_fwd.st.to_guest++;
+	c->tcp.st.fwd_accepted++;
+}
+
+bool tcp_fwd_synack(struct ctx *c, struct flow *fl, const struct pkt *p,
+		    enum drop_reason *r)
+{
+	struct tcp_conn *conn = FLOW_PRIV(fl, struct tcp_conn);
+	const struct tcp_view *t = &p->tcp;
+
+	if ((t->flags & (TCP_F_SYN | TCP_F_ACK)) != (TCP_F_SYN | TCP_F_ACK)) {
+		*r = DROP_TCP_STATE;
+		return false;
+	}
+	if (!seq_eq(seq_make(t->ack), conn->seq_to_guest)) {
+		*r = DROP_TCP_SEQ;
+		return false;
+	}
+	tcp_guest_syn_params(c, fl, t, p->is_v6);
+	tcp_established(c, fl);
+	*r = DROP_NONE;
+	return true;
+}
+
+bool tcp_fwd_syn_timeout(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = FLOW_PRIV(fl, struct tcp_conn);
+
+	if (++conn->retries > TCP_SYN_RETRIES) {
+		c->tcp.st.timeouts++;
+		c->tcp_fwd.st.refused++;
+		tcp_conn_close(c, fl, true);
+		return true;
+	}
+	tcp_send_flags(c, fl, TCP_F_SYN);
+	tcp_timer_set(c, conn, (int64_t)TCP_SYN_RTO_MS << conn->retries);
+	return false;
+}
+
+/* is_loopback() - is a a loopback address (127/8, ::1)? */
+static bool is_loopback(const union inany *a)
+{
+	if (inany_is4(a))
+		return (ntohl(a->v4m.a4.s_addr) >> 24) == 127;
+	return IN6_IS_ADDR_LOOPBACK(&a->a6);
+}
+
+void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
+{
+	union eref ref = { .u64 = ref64 };
+	enum tcp_fwd_dir dir = ref.side >> 1 ? TCP_FWD_OUT : TCP_FWD_IN;
+	bool v6 = ref.side & 1;
+	uint16_t port = fwd_target(spec_of(c, dir), ref.aux);
+	int i;
+
+	(void)events;
+	for (i = 0; i < TCP_FWD_ACCEPT_BATCH; i++) {
+		sockaddr_any sa;
+		socklen_t sl = sizeof(sa);
+		union inany peer;
+		uint16_t pport;
+		int s;
+
+		s = accept4((int)ref.idx, &sa.sa, &sl,
+			    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (s < 0) {
+			if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
+				debug("tcp: accept: %s", strerror(errno));
+			return;
+		}
+		c->tcp_fwd.st.accepted++;
+		sa_get(&sa, &peer, &pport);
+		if (dir == TCP_FWD_OUT ||
+		    (c->conf.mode == MODE_NS && is_loopback(&peer)))
+			tcp_splice_start(c, s, v6, port, dir);
+		else
+			fwd_to_guest(c, s, &peer, pport, port);
+	}
+}
+
+void tcp_fwd_stats_log(const struct ctx *c)
+{
+	const struct tcp_fwd_stats *s = &c->tcp_fwd.st;
+
+	if (!s->listeners && !s->accepted)
+		return;
+	info("stats: tcp forwarding listeners %llu accepted %llu to guest "
+	     "%llu spliced %llu refused %llu splice resets %llu scans %llu",
+	     (unsigned long long)s->listeners,
+	     (unsigned long long)s->accepted,
+	     (unsigned long long)s->to_guest,
+	     (unsigned long long)s->spliced,
+	     (unsigned long long)s->refused,
+	     (unsigned long long)s->splice_rst,
+	     (unsigned long long)s->scans);
+}

@@ -1,0 +1,90 @@
+/* tcp_fwd.h - forwarded TCP ports: listeners for -t (host -> guest) and
+ * -T (namespace -> host), automatic detection of listening ports, inbound
+ * connections through the guest link (tcp_fwd.c) and the loopback splice
+ * path (tcp_splice.c). */
+#ifndef FERRY_TCP_FWD_H
+#define FERRY_TCP_FWD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "drop.h"
+#include "fwd.h"
+
+struct ctx;
+struct flow;
+struct pkt;
+
+/* Directions of a forwarded port (the side a listener lives on). */
+enum tcp_fwd_dir {
+	TCP_FWD_IN = 0,		/* -t: listens on the host, to the guest */
+	TCP_FWD_OUT = 1,	/* -T: listens in the namespace, to the host */
+};
+
+#define TCP_FWD_SCAN_MS		1000	/* "auto": /proc/net/tcp{,6} period */
+#define TCP_FWD_BACKLOG		256
+#define TCP_FWD_ACCEPT_BATCH	64	/* accepts per listener event */
+#define TCP_SPLICE_POOL		16	/* pre-made namespace sockets per family */
+
+struct tcp_fwd_stats {
+	uint64_t listeners;		/* listening sockets opened */
+	uint64_t accepted;		/* connections accepted */
+	uint64_t to_guest;		/* ... that went through the guest link */
+	uint64_t spliced;		/* ... that were spliced loopback<->loopback */
+	uint64_t refused;		/* ... that could not be forwarded */
+	uint64_t splice_rst;		/* spliced connections aborted */
+	uint64_t scans;			/* auto-detection rounds */
+};
+
+struct tcp_fwd_state {
+	bool ready;			/* tcp_fwd_init() ran */
+	/* Listener fds + 1 (0: none), index lfd_idx(dir, v6, port). */
+	int32_t *lfd;
+	/* Ports opened by "auto", per direction (closed when they go). */
+	uint64_t auto_map[2][FWD_BITMAP_WORDS];
+	/* /proc/net/tcp and tcp6 fds, [dir][v6], -1 if unused: TCP_FWD_IN
+	 * reads the namespace's (what the guest listens on), TCP_FWD_OUT the
+	 * host's. */
+	int proc[2][2];
+	int64_t next_scan_ms;
+	/* Unconnected sockets made inside the namespace, per family: the
+	 * splice path connects them to the namespace's loopback. */
+	int pool[2][TCP_SPLICE_POOL];
+	unsigned int pool_n[2];
+	struct tcp_fwd_stats st;
+};
+
+/* tcp_fwd_init() - open the listeners of -t and -T, and the /proc files
+ * "auto" reads. After ns_start()/vm_start() (-T listeners live in the
+ * namespace). */
+void tcp_fwd_init(struct ctx *c);
+/* tcp_fwd_listen_handler() - EREF_TCP_LISTEN: accept and forward. */
+void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref, uint32_t events);
+/* tcp_fwd_timer() - periodic "auto" detection. */
+void tcp_fwd_timer(struct ctx *c);
+/* tcp_fwd_synack() - the guest's answer to our SYN on a forwarded
+ * connection (state TCP_CS_SYN_TO_GUEST). Returns true when the
+ * connection is established and the segment's processing goes on (its
+ * SYN makes tcp.c acknowledge it); else sets *r. */
+bool tcp_fwd_synack(struct ctx *c, struct flow *fl, const struct pkt *p,
+		    enum drop_reason *r);
+/* tcp_fwd_syn_timeout() - retransmit our SYN to the guest, or give up
+ * (the host client gets an RST). Returns true when the flow was freed. */
+bool tcp_fwd_syn_timeout(struct ctx *c, struct flow *fl);
+/* tcp_fwd_abort() - refuse an accepted connection: the client gets an
+ * RST (SO_LINGER 0), the socket is closed. */
+void tcp_fwd_abort(struct ctx *c, int s);
+/* tcp_fwd_stats_log() - log the counters. */
+void tcp_fwd_stats_log(const struct ctx *c);
+
+/* tcp_splice.c */
+/* tcp_splice_start() - splice accepted socket s (loopback peer) to a new
+ * connection towards the other side's loopback at port: the namespace's
+ * for TCP_FWD_IN, the host's for TCP_FWD_OUT. Takes ownership of s. */
+void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
+		      enum tcp_fwd_dir dir);
+/* tcp_splice_handler() - EREF_TCP_SPLICE: move data, propagate EOF and
+ * resets. */
+void tcp_splice_handler(struct ctx *c, uint64_t ref, uint32_t events);
+
+#endif /* FERRY_TCP_FWD_H */

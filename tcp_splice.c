@@ -1,0 +1,343 @@
+/* tcp_splice.c - the loopback fast path: forwarded connections whose both
+ * ends are local are joined socket to socket with splice(), never
+ * touching the guest link.
+ *
+ * Theory of operation
+ *
+ * A FLOW_TCP_SPLICE flow holds two connected sockets: s[0], accepted by a
+ * forwarding listener, and s[1], ferry's connection to the other side's
+ * loopback at the target port (made inside the namespace for -t, from
+ * the pool of sockets a helper task created there; an ordinary host
+ * socket for -T). Bytes of direction d flow from s[d] to s[!d] through a
+ * pipe of their own (pipe[d], at most TCP_SPLICE_PIPE bytes): splice()
+ * moves page references, not bytes, so nothing is copied in user space
+ * and nothing is buffered beyond the two sockets and the pipe.
+ *
+ * Moving (splice_move()) alternates socket -> pipe and pipe -> socket
+ * until neither makes progress; everything is non-blocking. When the
+ * writing side is full, direction d is BLOCKED: reading s[d] stops (no
+ * EPOLLIN) and EPOLLOUT on s[!d] resumes it, so a slow reader throttles
+ * the writer through TCP's own flow control.
+ *
+ * Closing follows TCP's: the end of one side's input (splice() returning
+ * 0) is passed on with shutdown(SHUT_WR) on the other socket once the pipe
+ * of that direction is empty (half-close); when both directions are shut,
+ * both sockets are closed. An error on either socket (a reset, a failed
+ * connect) aborts: both sockets are closed with SO_LINGER 0, so the
+ * other peer gets an RST too and no TIME_WAIT is left behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <netinet/tcp.h>
+
+#include "ferry.h"
+#include "log.h"
+#include "ns.h"
+#include "tcp_conn.h"
+#include "util.h"
+
+#define TCP_SPLICE_PIPE		(512u << 10)	/* pipe size per direction */
+#define SPLICE_CHUNK		(1u << 20)	/* bytes asked per splice() */
+#define SPLICE_ROUNDS		32		/* in/out rounds per event */
+
+#define SPL_CONNECTING	0x0001
+#define SPL_EOF(d)	(0x0002 << (d))	/* s[d] reached end of input */
+#define SPL_SHUT(d)	(0x0008 << (d))	/* s[!d] shut for writing */
+#define SPL_BLOCK(d)	(0x0020 << (d))	/* s[!d] full: wait for EPOLLOUT */
+#define SPL_NOEP(i)	(0x0080 << (i))	/* s[i] done, out of epoll */
+
+struct tcp_splice {
+	int s[2];
+	int pipe[2][2];			/* [direction][read end, write end] */
+	uint32_t fill[2];		/* bytes in pipe[d] */
+	uint32_t ev[2];			/* epoll events registered for s[i] */
+	uint16_t flags;
+};
+
+static struct tcp_splice *spl_of(struct flow *fl)
+{
+	return FLOW_PRIV(fl, struct tcp_splice);
+}
+
+/* pool_job() - fill the pool of one family with unconnected sockets,
+ * created in the calling task's (the namespace's) network namespace. */
+static int pool_job(void *arg)
+{
+	struct ctx *c = ((void **)arg)[0];
+	bool v6 = *(bool *)((void **)arg)[1];
+	struct tcp_fwd_state *fs = &c->tcp_fwd;
+
+	while (fs->pool_n[v6] < TCP_SPLICE_POOL) {
+		int s = socket(v6 ? AF_INET6 : AF_INET,
+			       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			       IPPROTO_TCP);
+
+		if (s < 0)
+			return -errno;
+		fs->pool[v6][fs->pool_n[v6]++] = s;
+	}
+	return 0;
+}
+
+/* pool_take() - an unconnected namespace socket of the family, or
+ * -errno. One helper task refills the whole pool. */
+static int pool_take(struct ctx *c, bool v6)
+{
+	struct tcp_fwd_state *fs = &c->tcp_fwd;
+	void *arg[2] = { c, &v6 };
+	int rc;
+
+	if (!fs->pool_n[v6] && (rc = ns_call(c, pool_job, arg)) &&
+	    !fs->pool_n[v6])
+		return rc;
+	return fs->pool[v6][--fs->pool_n[v6]];
+}
+
+/* spl_free() - close everything; abort: with SO_LINGER 0 (RST). */
+static void spl_free(struct ctx *c, struct flow *fl, bool abort)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+	struct tcp_splice *sp = spl_of(fl);
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (sp->s[i] >= 0) {
+			if (abort)
+				setsockopt(sp->s[i], SOL_SOCKET, SO_LINGER, &l,
+					   sizeof(l));
+			if (!(sp->flags & SPL_NOEP(i)))
+				ep_del(c, sp->s[i]);
+			close(sp->s[i]);
+		}
+		if (sp->pipe[i][0] >= 0)
+			close(sp->pipe[i][0]);
+		if (sp->pipe[i][1] >= 0)
+			close(sp->pipe[i][1]);
+	}
+	if (abort)
+		c->tcp_fwd.st.splice_rst++;
+	flow_free(&c->flows, fl);
+}
+
+/* spl_events() - what each socket waits for now. */
+static void spl_events(struct ctx *c, struct flow *fl)
+{
+	struct tcp_splice *sp = spl_of(fl);
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		union eref ref = { .type = EREF_TCP_SPLICE, .side = (uint8_t)i,
+				   .idx = flow_idx(&c->flows, fl) };
+		uint32_t want = 0;
+
+		if (sp->flags & SPL_NOEP(i))
+			continue;
+		if ((sp->flags & SPL_EOF(i)) && (sp->flags & SPL_SHUT(!i))) {
+			/* Nothing to read or write on s[i] any more, and its
+			 * EPOLLHUP cannot be masked: stop watching it. */
+			ep_del(c, sp->s[i]);
+			sp->flags |= SPL_NOEP(i);
+			continue;
+		}
+		if (sp->flags & SPL_CONNECTING) {
+			want = i ? EPOLLOUT : 0;
+		} else {
+			if (!(sp->flags & (SPL_EOF(i) | SPL_BLOCK(i))))
+				want |= EPOLLIN;
+			if (sp->flags & SPL_BLOCK(!i))
+				want |= EPOLLOUT;
+		}
+		if (want != sp->ev[i] && !ep_mod(c, sp->s[i], want, ref))
+			sp->ev[i] = want;
+	}
+}
+
+/* splice_move() - move direction d (s[d] -> pipe[d] -> s[!d]) until
+ * nothing moves; pass the end of input on once the pipe is empty.
+ * Returns 0, or -1 on a socket error (the caller aborts). */
+static int splice_move(struct tcp_splice *sp, int d)
+{
+	const unsigned int fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	int from = sp->s[d], to = sp->s[!d], round;
+	ssize_t n;
+
+	sp->flags &= (uint16_t)~SPL_BLOCK(d);
+	for (round = 0; round < SPLICE_ROUNDS; round++) {
+		bool progress = false;
+
+		if (!(sp->flags & SPL_EOF(d))) {
+			n = splice(from, NULL, sp->pipe[d][1], NULL,
+				   SPLICE_CHUNK, fl);
+			if (n > 0) {
+				sp->fill[d] += (uint32_t)n;
+				progress = true;
+			} else if (!n) {
+				sp->flags |= SPL_EOF(d);
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -1;
+			}
+		}
+		if (sp->fill[d]) {
+			n = splice(sp->pipe[d][0], NULL, to, NULL, sp->fill[d],
+				   fl);
+			if (n > 0) {
+				sp->fill[d] -= (uint32_t)n;
+				progress = true;
+			} else if (n < 0 && errno == EAGAIN) {
+				sp->flags |= SPL_BLOCK(d);
+				break;
+			} else if (n < 0 && errno != EINTR) {
+				return -1;
+			}
+		}
+		if (!progress)
+			break;
+	}
+	if ((sp->flags & SPL_EOF(d)) && !sp->fill[d] &&
+	    !(sp->flags & SPL_SHUT(d))) {
+		shutdown(to, SHUT_WR);
+		sp->flags |= SPL_SHUT(d);
+	}
+	return 0;
+}
+
+/* spl_connected() - the connection to the other side's loopback
+ * completed (or failed). Returns false when the flow was freed. */
+static bool spl_connected(struct ctx *c, struct flow *fl)
+{
+	struct tcp_splice *sp = spl_of(fl);
+	socklen_t sl = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(sp->s[1], SOL_SOCKET, SO_ERROR, &err, &sl) || err) {
+		debug("tcp splice: connect: %s", strerror(err ? err : errno));
+		spl_free(c, fl, true);
+		return false;
+	}
+	sp->flags &= (uint16_t)~SPL_CONNECTING;
+	return true;
+}
+
+void tcp_splice_handler(struct ctx *c, uint64_t ref64, uint32_t events)
+{
+	union eref ref = { .u64 = ref64 };
+	struct flow *fl = flow_at(&c->flows, ref.idx);
+	struct tcp_splice *sp;
+	int i = ref.side & 1;
+	bool bad;
+
+	if (!fl || fl->f.type != FLOW_TCP_SPLICE)
+		return;
+	sp = spl_of(fl);
+	if (sp->flags & SPL_CONNECTING) {
+		if (!i) {		/* only errors: the client left */
+			if (events & (EPOLLERR | EPOLLHUP))
+				spl_free(c, fl, true);
+			return;
+		}
+		if (!spl_connected(c, fl))
+			return;
+		bad = splice_move(sp, 0) || splice_move(sp, 1);
+	} else {
+		bad = (events & EPOLLERR) ||
+		      ((events & EPOLLOUT) && splice_move(sp, !i)) ||
+		      ((events & (EPOLLIN | EPOLLHUP)) && splice_move(sp, i));
+	}
+	if (bad) {
+		spl_free(c, fl, true);
+		return;
+	}
+	if ((sp->flags & SPL_SHUT(0)) && (sp->flags & SPL_SHUT(1))) {
+		spl_free(c, fl, false);
+		return;
+	}
+	spl_events(c, fl);
+}
+
+/* spl_pipes() - the two pipes, sized to TCP_SPLICE_PIPE where allowed
+ * (over the user's pipe quota the kernel keeps them small). */
+static int spl_pipes(struct tcp_splice *sp)
+{
+	int d;
+
+	for (d = 0; d < 2; d++) {
+		if (pipe2(sp->pipe[d], O_NONBLOCK | O_CLOEXEC))
+			return -errno;
+		fcntl(sp->pipe[d][1], F_SETPIPE_SZ, (int)TCP_SPLICE_PIPE);
+	}
+	return 0;
+}
+
+/* spl_connect() - the socket towards the other side's loopback at port,
+ * connecting. Returns the fd or -errno. */
+static int spl_connect(struct ctx *c, bool v6, uint16_t port,
+		       enum tcp_fwd_dir dir)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+				   .sin6_port = htons(port),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
+				  .sin_addr = { htonl(INADDR_LOOPBACK) } };
+	int s, e;
+
+	if (dir == TCP_FWD_IN)
+		s = pool_take(c, v6);
+	else if ((s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM |
+			     SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP)) < 0)
+		s = -errno;
+	if (s < 0)
+		return s;
+	tcp_sock_opts(s);
+	if ((v6 ? connect(s, (struct sockaddr *)&a6, sizeof(a6))
+		: connect(s, (struct sockaddr *)&a4, sizeof(a4))) &&
+	    errno != EINPROGRESS) {
+		e = errno;
+		close(s);
+		return -e;
+	}
+	return s;
+}
+
+void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
+		      enum tcp_fwd_dir dir)
+{
+	struct flow *fl = flow_alloc(&c->flows, FLOW_TCP_SPLICE);
+	union eref ref = { .type = EREF_TCP_SPLICE };
+	struct tcp_splice *sp;
+	int t;
+
+	if (!fl) {
+		tcp_fwd_abort(c, s);
+		return;
+	}
+	sp = spl_of(fl);
+	sp->s[0] = s;
+	sp->s[1] = -1;
+	sp->pipe[0][0] = sp->pipe[0][1] = sp->pipe[1][0] = sp->pipe[1][1] = -1;
+	sp->flags = SPL_CONNECTING;
+	tcp_sock_opts(s);
+	ref.idx = flow_idx(&c->flows, fl);
+	if (spl_pipes(sp) || (t = spl_connect(c, v6, port, dir)) < 0) {
+		spl_free(c, fl, true);
+		c->tcp_fwd.st.refused++;
+		return;
+	}
+	sp->s[1] = t;
+	sp->ev[1] = EPOLLOUT;
+	ref.side = 1;
+	if (ep_add(c, t, EPOLLOUT, ref)) {
+		sp->s[1] = -1;
+		close(t);
+	}
+	ref.side = 0;
+	if (sp->s[1] < 0 || ep_add(c, s, 0, ref)) {
+		spl_free(c, fl, true);
+		c->tcp_fwd.st.refused++;
+		return;
+	}
+	c->tcp_fwd.st.spliced++;
+}
