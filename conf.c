@@ -585,6 +585,26 @@ static bool h_fwd(struct conf *c, struct pstate *ps, const struct opt *o,
 	return true;
 }
 
+/* h_fault() - --fault SPEC (fault.h): only in the test build. */
+static bool h_fault(struct conf *c, struct pstate *ps, const struct opt *o,
+		    const char *arg)
+{
+#ifdef FERRY_TEST
+	char msg[256];
+
+	if (!fault_parse(FIELD(c, o->off, struct fault_conf), arg, msg,
+			 sizeof(msg)))
+		return bad(ps, "%s", msg);
+	return true;
+#else
+	(void)c;
+	(void)o;
+	(void)arg;
+	return bad(ps, "fault injection is only in test builds "
+		   "(make build/ferry-test)");
+#endif
+}
+
 /* h_netns() - --netns PATH, or NAME meaning /run/netns/NAME. */
 static bool h_netns(struct conf *c, struct pstate *ps, const struct opt *o,
 		    const char *arg)
@@ -751,6 +771,8 @@ static const struct opt opts[] = {
 	  "MAC address of the namespace interface" },
 	FLAG("host-lo-to-ns-lo", M_NS, host_lo_to_ns_lo,
 	     "host loopback connections appear from ns loopback"),
+	{ "fault", 0, "SPEC", M_ALL, h_fault, OFF(fault), 0, 0,
+	  "test builds: drop/dup/reorder=PERMILLE[,to:|from:...][,seed=N]" },
 };
 
 #define NOPTS	ARRAY_SIZE(opts)

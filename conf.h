@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <sys/types.h>
 
+#include "fault.h"
 #include "fwd.h"
 
 enum mode { MODE_NS, MODE_VM };
@@ -132,10 +133,9 @@ struct conf {
 	bool freebind;			/* --freebind */
 	bool host_lo_to_ns_lo;		/* --host-lo-to-ns-lo (ns mode) */
 
-#ifdef FERRY_TEST
-	/* Test-only fault injection: per-mille rates per direction. */
-	unsigned int fault_drop, fault_dup, fault_reorder;
-#endif
+	/* --fault: test-only fault injection (fault.h; refused unless
+	 * built with -DFERRY_TEST). */
+	struct fault_conf fault;
 };
 
 /* conf_parse() - parse argv for the given mode (from "ns"/"vm" or the

@@ -123,6 +123,9 @@ int main(int argc, char **argv)
 	icmp_init(c);
 	tcp_init(c);
 	udp_init(c);
+#ifdef FERRY_TEST
+	fault_init(c);
+#endif
 	signals_init(c);
 
 	if (mode == MODE_NS) {

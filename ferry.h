@@ -90,6 +90,9 @@ struct ctx {
 	struct icmp_state icmp;
 	struct tcp_state tcp;
 	struct tcp_fwd_state tcp_fwd;
+#ifdef FERRY_TEST
+	struct fault_state fault;	/* --fault (fault.c) */
+#endif
 	struct udp_state udp;
 };
 

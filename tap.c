@@ -163,6 +163,9 @@ void tap_input(struct ctx *c)
 	struct iovec iov[RX_FRAMES_MAX];
 	unsigned int i;
 
+#ifdef FERRY_TEST
+	fault_rx(c);		/* --fault: drop, duplicate, reorder */
+#endif
 	if (c->pcap_fd >= 0) {
 		for (i = 0; i < rx->n; i++) {
 			iov[i].iov_base = rx->buf + rx->f[i].off;
@@ -297,6 +300,9 @@ void tap_flush(struct ctx *c)
 {
 	struct tx_batch *tx = &c->link.tx;
 
+#ifdef FERRY_TEST
+	fault_tx(c);		/* --fault: drop, duplicate, reorder */
+#endif
 	if (!tx->n)
 		return;
 	if (c->pcap_fd >= 0) {

@@ -1,0 +1,110 @@
+"""TCP through ferry when the guest link loses, duplicates and reorders
+frames (--fault, test build only): transfers complete intact, without
+a stalled second, and the faults really happened (ferry's counters).
+
+Rates: 1% loss and 1% reordering each way (10 per mille), plus 0.5%
+duplication in one case. Sizes are 32 MiB per transfer (CI budget: each
+case takes a few seconds on 2 shared cores; FERRY_FAULT_SIZE overrides).
+The release binary refuses the option.
+
+Known limit (xfail below): guest -> host data under loss. tcp.c keeps no
+out-of-order queue and offers no SACK, so every lost guest segment makes
+the guest (NewReno) resend the rest of its window one segment per round
+trip, then by timeout: 32 MiB at 1% loss takes minutes instead of
+seconds (measured: 8 MiB ~1 s without loss, 32 MiB 30 s to >120 s).
+"""
+import os
+import re
+import signal
+
+import pytest
+
+import conftest
+from fwd_util import guest_server, client, exchange, roles
+from tcp_util import check_transfer
+
+MiB = 1 << 20
+SIZE = int(os.environ.get("FERRY_FAULT_SIZE", 32 * MiB))
+FAULT_STATS = (r"fault from guest dropped (\d+) duplicated (\d+) reordered "
+               r"(\d+), to guest dropped (\d+) duplicated (\d+) reordered (\d+)")
+
+
+def fault_stats(f):
+    before = len(f.output())
+    f.proc.send_signal(signal.SIGUSR1)
+
+    def line():
+        m = re.findall(FAULT_STATS, f.output()[before:])
+        return m[-1] if m else None
+    return list(map(int, conftest.wait_for(line, 5, "fault statistics")))
+
+
+def no_stall(rcv):
+    """No whole second without progress between the first and the last
+    byte (receiver's 100 ms slots)."""
+    slots = rcv["slots"]
+    first = next(i for i, v in enumerate(slots) if v)
+    run = worst = 0
+    for v in slots[first:]:
+        run = run + 1 if not v else 0
+        worst = max(worst, run)
+    assert worst < 10, f"{worst * 100} ms without progress: {slots}"
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_tcp_lossy_link(ferry_ns, v6):
+    """Host -> guest at 1% loss and 1% reordering both ways."""
+    f = ferry_ns(args=["--fault", "drop=10,reorder=10,seed=3", "-t", "none",
+                       "-T", "none"])
+    rcv, secs = check_transfer(f, v6, "down", SIZE, timeout=120,
+                               recv_opts=("--rate-log",))
+    no_stall(rcv)
+    st = fault_stats(f)
+    # Data frames went the transfer's way, ACKs the other: both lost some.
+    assert st[0] > 0 and st[3] > 0 and st[2] > 0 and st[5] > 0, st
+
+
+def test_tcp_lossy_link_mtu1500_dup(ferry_ns):
+    f = ferry_ns(args=["-m", "1500", "--fault",
+                       "drop=10,reorder=10,dup=5,seed=11", "-t", "none",
+                       "-T", "none"])
+    rcv, secs = check_transfer(f, False, "down", SIZE // 2, timeout=120,
+                               recv_opts=("--rate-log",))
+    no_stall(rcv)
+    st = fault_stats(f)
+    assert st[4] > 0 and st[3] > 0, st
+
+
+@pytest.mark.xfail(reason="tcp.c drops out-of-order guest segments (no "
+                   "reassembly queue, no SACK): go-back-N per loss",
+                   strict=False)
+def test_tcp_lossy_upload(ferry_ns):
+    """Guest -> host at 1% loss and reordering: see the module note."""
+    f = ferry_ns(args=["--fault", "drop=10,reorder=10,seed=3", "-t", "none",
+                       "-T", "none"])
+    rcv, secs = check_transfer(f, False, "up", SIZE // 2, timeout=45,
+                               recv_opts=("--rate-log",))
+    no_stall(rcv)
+
+
+def test_tcp_forwarded_lossy(ferry_ns):
+    """A -t connection through the tap (SYN to the guest, then data from
+    the host client) under the same faults."""
+    f = ferry_ns(args=["-t", "40201", "-T", "none", "--fault",
+                       "drop=10,reorder=10,seed=5"])
+    direction = "up"
+    sr, cr = roles(direction, SIZE)
+    srv = guest_server(f, "0.0.0.0", 40201, *sr)
+    cli = client([], "198.51.100.2", 40201, *cr, "--timeout", "120")
+    exchange(srv, cli, direction, SIZE, 150)
+    st = fault_stats(f)
+    assert st[0] > 0 and st[3] > 0, st
+
+
+def test_fault_refused_by_release_build(tmp_path):
+    release = conftest.ROOT / "ferry"
+    if not release.exists():
+        pytest.fail("release binary ./ferry missing (make check builds it)")
+    r = conftest.run([str(release), "ns", "--fault", "drop=10", "--", "true"],
+                     check=False)
+    assert r.returncode == 1 and "only in test builds" in r.stderr, r
