@@ -334,4 +334,3 @@ bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 	apply_excl(f);
 	return true;
 }
-
