@@ -130,18 +130,28 @@ def test_udp_ns_auto_in_no_loop(ferry_ns, monkeypatch):
     assert f"auto -U port {port}" not in f.output()
 
 
-# Guest echo server (plain), prints "ready".
+# Guest echo server (plain) on ADDR PORT, prints "ready".
 GUEST_ECHO_SERVER = r'''
 import socket, sys
-fam = socket.AF_INET6 if sys.argv[1] == "6" else socket.AF_INET
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-s.bind(("::" if fam == socket.AF_INET6 else "0.0.0.0", int(sys.argv[2])))
+s.bind((sys.argv[1], int(sys.argv[2])))
 print("ready", flush=True)
 while True:
     d, peer = s.recvfrom(65535)
     s.sendto(d, peer)
 '''
+
+
+def guest_echo(f, addr, port):
+    """Start GUEST_ECHO_SERVER in the guest; returns the Popen."""
+    p = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                          "--preserve-credentials", PY, "-c",
+                          GUEST_ECHO_SERVER, addr, str(port)],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    return p
 
 
 @pytest.mark.parametrize("fam,addr", [("4", "127.0.0.1"), ("6", "::1")])
@@ -151,12 +161,8 @@ def test_udp_ns_loopback_path_volume(ferry_ns, fam, addr):
     lost, and ferry counts them on the loopback path."""
     port = free_port()
     f = ferry_ns(args=["-u", str(port), "-U", "none"])
-    srv = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
-                            "--preserve-credentials", PY, "-c",
-                            GUEST_ECHO_SERVER, fam, str(port)],
-                           stdout=subprocess.PIPE, text=True)
+    srv = guest_echo(f, "::" if fam == "6" else "0.0.0.0", port)
     try:
-        assert srv.stdout.readline().strip() == "ready"
         r = run([PY, "-c", GUEST_VOLUME, addr, str(port), "10000", "9000"],
                 timeout=120)
         res = json.loads(r.stdout)
@@ -165,6 +171,34 @@ def test_udp_ns_loopback_path_volume(ferry_ns, fam, addr):
         assert res["received"] == 10000, res
         n = int(stats(f, r"(\d+) datagrams on the loopback path"))
         assert n >= 20000, n
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def test_udp_ns_loopback_target(ferry_ns):
+    """By default, host loopback clients reach the guest's own address
+    (a server bound to the guest's 127.0.0.1 only stays private);
+    --host-lo-to-ns-lo reaches the guest's loopback, and needs no tap:
+    it works with the guest interface down (not configured)."""
+    port = free_port()
+    f = ferry_ns(args=["-u", str(port), "-U", "none"])
+    srv = guest_echo(f, "127.0.0.1", port)
+    try:
+        with pytest.raises((ConnectionRefusedError, socket.timeout)):
+            host_query("127.0.0.1", port, b"private?", timeout=1)
+    finally:
+        srv.kill()
+        srv.wait()
+        f.stop()			# frees the port for the next one
+    f = ferry_ns(args=["-u", str(port), "-U", "none", "--host-lo-to-ns-lo"],
+                 config_net=False)
+    srv = guest_echo(f, "127.0.0.1", port)
+    try:
+        # Through the tap (down): dropped.
+        with pytest.raises(socket.timeout):
+            host_query("198.51.100.2", port, b"tap", timeout=0.5)
+        assert host_query("127.0.0.1", port, b"lo")[0] == b"lo"
     finally:
         srv.kill()
         srv.wait()
