@@ -1,0 +1,139 @@
+"""The loopback fast path: forwarded connections between the host's
+loopback and the namespace's are spliced socket to socket (no frames on
+the guest link), with TCP's half-close and reset semantics.
+
+-t: a host client on 127.0.0.1 / ::1 reaches a guest server on the
+namespace's loopback; -T: a guest client on the namespace's loopback
+reaches a host server. Every case checks ferry's counters: spliced, not
+through the tap. The bulk case moves 1 GiB host -> namespace (about 3 s
+here, SHA-256 on both ends is the bottleneck; FERRY_SPLICE_BIG
+overrides), the others 256 MiB or less.
+"""
+import os
+
+import pytest
+
+import conftest
+from fwd_util import (MiB, client, fwd_stats, guest_listening,
+                      guest_server, host_listening, host_server,
+                      refused_or_reset, to_guest, to_host)
+from tcp_util import guest_argv
+
+BIG = int(os.environ.get("FERRY_SPLICE_BIG", 1 << 30))
+MID = 256 * MiB
+
+
+def fwd_ferry(ferry_ns, port):
+    f = ferry_ns(args=["-t", str(port), "-T", str(port + 1)])
+    conftest.wait_for(lambda: port in host_listening(), 10, "-t listener")
+    conftest.wait_for(lambda: port + 1 in guest_listening(f), 10,
+                      "-T listener")
+    return f
+
+
+def assert_spliced(f, n):
+    st = fwd_stats(f)
+    assert st["spliced"] == n and st["to_guest"] == 0, st
+    return st
+
+
+@pytest.mark.parametrize("direction", ["up", "down"])
+def test_splice_bulk_host_to_ns(ferry_ns, direction):
+    """1 GiB (up) / 256 MiB (down) through -t over IPv4 loopback."""
+    f = fwd_ferry(ferry_ns, 40300)
+    n = BIG if direction == "up" else MID
+    to_guest(f, "127.0.0.1", 40300, 40300, direction, n, timeout=300)
+    assert_spliced(f, 1)
+
+
+@pytest.mark.parametrize("direction", ["up", "down"])
+def test_splice_bulk_ns_to_host_v6(ferry_ns, direction):
+    f = fwd_ferry(ferry_ns, 40310)
+    to_host(f, "::1", 40311, 40311, direction, MID, host_addr="::1",
+            timeout=300)
+    assert_spliced(f, 1)
+
+
+def halfclose(f, first_is_client, via_t):
+    """The first side sends 5 MiB and shuts its sending side; the other
+    reads to EOF, then sends 3 MiB back over the half-open connection."""
+    first = ["halfclose", "--bytes", str(5 * MiB)]
+    second = ["sendrecv", "--bytes", str(3 * MiB)]
+    cr, sr = (first, second) if first_is_client else (second, first)
+    if via_t:
+        srv = guest_server(f, "127.0.0.1", 40320, *sr)
+        cli = client([], "127.0.0.1", 40320, *cr)
+    else:
+        srv = host_server("127.0.0.1", 40321, *sr)
+        cli = client(guest_argv(f, []), "127.0.0.1", 40321, *cr)
+    c, s = cli.result(60), srv.result(60)
+    a, b = (c, s) if first_is_client else (s, c)
+    assert b["bytes"] == 5 * MiB and b["sha256"] == a["sent_sha256"]
+    assert a["bytes"] == 3 * MiB and a["sha256"] == b["sent_sha256"]
+
+
+@pytest.mark.parametrize("via_t", [True, False], ids=["-t", "-T"])
+def test_splice_halfclose(ferry_ns, via_t):
+    f = fwd_ferry(ferry_ns, 40320)
+    halfclose(f, True, via_t)
+    halfclose(f, False, via_t)
+    assert_spliced(f, 2)
+
+
+@pytest.mark.parametrize("via_t", [True, False], ids=["-t", "-T"])
+def test_splice_rst_both_ways(ferry_ns, via_t):
+    """A reset on either end reaches the other end as a reset."""
+    f = fwd_ferry(ferry_ns, 40330)
+    for rst_client in (True, False):
+        cr, sr = (["rst"], ["hold"]) if rst_client else (["hold"], ["rst"])
+        if via_t:
+            srv = guest_server(f, "127.0.0.1", 40330, *sr)
+            cli = client([], "127.0.0.1", 40330, *cr)
+        else:
+            srv = host_server("127.0.0.1", 40331, *sr)
+            cli = client(guest_argv(f, []), "127.0.0.1", 40331, *cr)
+        c, s = cli.result(30), srv.result(30)
+        rst, held = (c, s) if rst_client else (s, c)
+        assert rst == {"rst": True}
+        assert held == {"reset": True}, held
+    st = assert_spliced(f, 2)
+    assert st["splice_rst"] == 2, st
+
+
+def test_splice_refused(ferry_ns):
+    """Nothing listens behind the forwarded port: the client is reset,
+    on both paths."""
+    f = fwd_ferry(ferry_ns, 40340)
+    assert refused_or_reset("127.0.0.1", 40340)
+    assert refused_or_reset("::1", 40340)
+    assert refused_or_reset("127.0.0.1", 40341, guest_argv(f, []))
+    st = assert_spliced(f, 3)
+    assert st["refused"] + st["splice_rst"] >= 3, st
+
+
+def test_splice_many_short(ferry_ns):
+    """300 short connections, 50 at a time, through -t's splice path
+    (each: 1 KiB echoed)."""
+    f = fwd_ferry(ferry_ns, 40350)
+    srv = guest_server(f, "127.0.0.1", 40350, "echo", "--count", "300")
+    cli = client([], "127.0.0.1", 40350, "many", "--conns", "300",
+                 "--parallel", "50", "--size", "1024", "--timeout", "60")
+    r = cli.result(90)
+    assert r == {"done": 300, "bad": 0, "conns": 300}, r
+    assert srv.result(30)["served"] == 300
+    assert_spliced(f, 300)
+
+
+def test_splice_paused_reader(ferry_ns):
+    """The guest server stops reading for 2 s after 16 MiB: the spliced
+    connection blocks (no EPOLLIN while the writer is full), then resumes
+    and completes intact."""
+    f = fwd_ferry(ferry_ns, 40360)
+    n = 128 * MiB
+    srv = guest_server(f, "127.0.0.1", 40360, "recv", "--pause-at",
+                       str(16 * MiB), "--pause", "2")
+    cli = client([], "127.0.0.1", 40360, "send", "--bytes", str(n))
+    c, s = cli.result(120), srv.result(120)
+    assert s["bytes"] == n and s["sha256"] == c["sha256"]
+    assert s["pause"][1] - s["pause"][0] >= 2
+    assert_spliced(f, 1)
