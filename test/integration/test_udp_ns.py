@@ -154,26 +154,32 @@ def guest_echo(f, addr, port):
     return p
 
 
-@pytest.mark.parametrize("fam,addr", [("4", "127.0.0.1"), ("6", "::1")])
-def test_udp_ns_loopback_path_volume(ferry_ns, fam, addr):
-    """Host loopback -> -u port -> guest over its lo (no tap): 10 000
-    datagrams of mixed sizes up to 9000 bytes echoed, none corrupted or
-    lost, and ferry counts them on the loopback path."""
-    port = free_port()
-    f = ferry_ns(args=["-u", str(port), "-U", "none"])
-    srv = guest_echo(f, "::" if fam == "6" else "0.0.0.0", port)
-    try:
-        r = run([PY, "-c", GUEST_VOLUME, addr, str(port), "10000", "9000"],
-                timeout=120)
-        res = json.loads(r.stdout)
-        print("loopback path:", res)
-        assert res["corrupt"] == 0 and res["dup"] == 0
-        assert res["received"] == 10000, res
-        n = int(stats(f, r"(\d+) datagrams on the loopback path"))
-        assert n >= 20000, n
-    finally:
+@pytest.mark.parametrize("way,addr", [("in", "127.0.0.1"), ("in", "::1"),
+                                      ("out", "127.0.0.1")])
+def test_udp_ns_loopback_path_volume(ferry_ns, echo, way, addr):
+    """Loopback path, no tap: host loopback -> -u port -> guest (in), or
+    guest loopback -> -U port -> host loopback (out): 10 000 datagrams of
+    mixed sizes up to 9000 bytes echoed, none corrupted or lost, and
+    ferry counts them on the loopback path."""
+    fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    port = free_port(fam)
+    volume = [PY, "-c", GUEST_VOLUME, addr, str(port), "10000", "9000"]
+    if way == "in":
+        f = ferry_ns(args=["-u", str(port), "-U", "none"])
+        srv = guest_echo(f, "::" if ":" in addr else "0.0.0.0", port)
+        r = run(volume, timeout=120)
         srv.kill()
         srv.wait()
+    else:
+        echo(fam, addr, port)
+        f = ferry_ns(args=["-U", str(port), "-u", "none"])
+        r = f.guest(volume, timeout=120)
+    res = json.loads(r.stdout)
+    print("loopback path", way, res)
+    assert res["corrupt"] == 0 and res["dup"] == 0
+    assert res["received"] == 10000, res
+    n = int(stats(f, r"(\d+) datagrams on the loopback path"))
+    assert n >= 20000, n
 
 
 def test_udp_ns_loopback_target(ferry_ns):
