@@ -62,13 +62,19 @@ static struct tcp_splice *spl_of(struct flow *fl)
 	return FLOW_PRIV(fl, struct tcp_splice);
 }
 
+/* What pool_job() fills: the pool of one family. */
+struct pool_req {
+	struct ctx *c;
+	bool v6;
+};
+
 /* pool_job() - fill the pool of one family with unconnected sockets,
  * created in the calling task's (the namespace's) network namespace. */
 static int pool_job(void *arg)
 {
-	struct ctx *c = ((void **)arg)[0];
-	bool v6 = *(bool *)((void **)arg)[1];
-	struct tcp_fwd_state *fs = &c->tcp_fwd;
+	const struct pool_req *r = arg;
+	struct tcp_fwd_state *fs = &r->c->tcp_fwd;
+	bool v6 = r->v6;
 
 	while (fs->pool_n[v6] < TCP_SPLICE_POOL) {
 		int s = socket(v6 ? AF_INET6 : AF_INET,
@@ -87,10 +93,10 @@ static int pool_job(void *arg)
 static int pool_take(struct ctx *c, bool v6)
 {
 	struct tcp_fwd_state *fs = &c->tcp_fwd;
-	void *arg[2] = { c, &v6 };
+	struct pool_req r = { c, v6 };
 	int rc;
 
-	if (!fs->pool_n[v6] && (rc = ns_call(c, pool_job, arg)) &&
+	if (!fs->pool_n[v6] && (rc = ns_call(c, pool_job, &r)) &&
 	    !fs->pool_n[v6])
 		return rc;
 	return fs->pool[v6][--fs->pool_n[v6]];
