@@ -1,36 +1,69 @@
 /* checksum.c - Internet checksum (RFC 1071), with pseudo-headers.
  *
- * The running sum is kept in 64 bits while summing 32-bit chunks, which
- * the compiler vectorises well, then folded. All results are in host order;
- * callers store them with wr16() into the big-endian field.
+ * This is on the data path (every TCP segment's checksum is verified and
+ * computed), so csum_add() sums 64-bit words; see its comment. All
+ * results are in host order; callers store them with wr16() into the
+ * big-endian field. x86-64 (little-endian) only, like the rest of ferry.
  */
 #include "checksum.h"
 #include "util.h"
 
+/* fold64() - end-around-carry fold of a 64-bit ones'-complement sum to
+ * 16 bits. */
+static uint16_t fold64(uint64_t s)
+{
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+/* csum_add() - the ones'-complement sum is independent of byte order up
+ * to a final byte swap (RFC 1071 section 2(B)), so whole 64-bit words are
+ * added in native order into a 128-bit accumulator (add + add-with-carry
+ * per 8 bytes), folded, and swapped once at the end. A trailing partial
+ * word is zero-padded, which keeps an odd last byte in the high half of
+ * its 16-bit word, as the RFC requires. */
 uint32_t csum_add(uint32_t sum, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
-	uint64_t s = sum;
+	unsigned __int128 acc = 0;
+	uint64_t w, lo, hi, s;
+	uint16_t r;
 
-	while (len >= 4) {
-		uint32_t w;
+	while (len >= 32) {
+		uint64_t a, b, c, d;
 
-		memcpy(&w, p, 4);
-		w = ntohl(w);
-		s += (w >> 16) + (w & 0xffff);
-		p += 4;
-		len -= 4;
+		memcpy(&a, p, 8);
+		memcpy(&b, p + 8, 8);
+		memcpy(&c, p + 16, 8);
+		memcpy(&d, p + 24, 8);
+		acc += a;
+		acc += b;
+		acc += c;
+		acc += d;
+		p += 32;
+		len -= 32;
 	}
-	if (len >= 2) {
-		s += rd16(p);
-		p += 2;
-		len -= 2;
+	while (len >= 8) {
+		memcpy(&w, p, 8);
+		acc += w;
+		p += 8;
+		len -= 8;
 	}
-	if (len)
-		s += (uint32_t)p[0] << 8;
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint32_t)s;
+	if (len) {
+		w = 0;
+		memcpy(&w, p, len);
+		acc += w;
+	}
+	lo = (uint64_t)acc;
+	hi = (uint64_t)(acc >> 64);
+	s = lo + hi;
+	s += s < lo;			/* end-around carry */
+	r = fold64(s);
+	r = (uint16_t)(r >> 8 | r << 8);	/* native (LE) -> network */
+	return (uint32_t)r + (sum & 0xffff) + (sum >> 16);
 }
 
 uint16_t csum_fold(uint32_t sum)
