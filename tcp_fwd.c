@@ -297,7 +297,7 @@ static void auto_scan(struct ctx *c, enum tcp_fwd_dir dir)
 
 		add[w] = want[w] & ~have[w];
 		any |= !!add[w];
-		for (b = 0; gone >> b && b < 64; b++)
+		for (b = 0; b < 64 && gone >> b; b++)
 			if (gone >> b & 1)
 				close_port(c, dir, (uint16_t)(w * 64 + b));
 		have[w] = want[w];
