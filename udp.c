@@ -19,6 +19,8 @@
  *    the client's address (host loopback shown as the gateway) to the
  *    target port. The guest's replies go back through the shared socket,
  *    from the forwarded port and the address the client used.
+ *    (Forwarded-port sockets, -U, "auto" and the loopback path, whose
+ *    flows never reach the guest, live in udp_fwd.c.)
  *
  * Data path, without allocation and with each payload copied once:
  *  - guest -> host: udp_input() queues datagrams per flow (payload

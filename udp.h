@@ -25,7 +25,7 @@ struct udp_fwd_dir {
 	uint64_t bound[FWD_BITMAP_WORDS];	/* ports with a listener open */
 	uint64_t failed[FWD_BITMAP_WORDS];	/* auto: bind failed, not retried
 						 * while the port stays bound */
-	int *fds;		/* auto: listener per port * 2 + v6, -1: none */
+	int *fds;		/* auto: listener fd + 1 per port * 2 + v6 */
 	int scan_fd[2];		/* auto: the other side's /proc/net/udp[6] */
 };
 

@@ -509,7 +509,7 @@ static int listen_one(struct ctx *c, unsigned int dir,
 	}
 	c->udp.listeners++;
 	if (c->udp.fwd[dir].fds)
-		c->udp.fwd[dir].fds[port * 2 + v6] = fd;
+		c->udp.fwd[dir].fds[port * 2 + v6] = fd + 1;
 	return 0;
 }
 
@@ -602,7 +602,7 @@ static void listen_ports(struct ctx *c, unsigned int dir, const uint64_t *map,
 static void listener_close(struct ctx *c, unsigned int dir, uint16_t port,
 			   bool v6)
 {
-	int *slot = &c->udp.fwd[dir].fds[port * 2 + v6], fd = *slot;
+	int *slot = &c->udp.fwd[dir].fds[port * 2 + v6], fd = *slot - 1;
 	struct flow *fl, *nx;
 
 	if (fd < 0)
@@ -616,7 +616,7 @@ static void listener_close(struct ctx *c, unsigned int dir, uint16_t port,
 	}
 	ep_del(c, fd);
 	close(fd);
-	*slot = -1;
+	*slot = 0;
 	c->udp.listeners--;
 }
 
@@ -726,9 +726,8 @@ static void auto_init(struct ctx *c, unsigned int dir)
 
 	d->fds = mmap(NULL, sz, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (d->fds == MAP_FAILED)
+	if (d->fds == MAP_FAILED)	/* zero pages until used */
 		die("udp: cannot allocate the auto port table");
-	memset(d->fds, 0xff, sz);		/* all -1 */
 	if (dir == UDP_FWD_OUT) {
 		j.fd[0] = open("/proc/net/udp", O_RDONLY | O_CLOEXEC);
 		j.fd[1] = open("/proc/net/udp6", O_RDONLY | O_CLOEXEC);
