@@ -39,7 +39,9 @@
 #include "tcp_conn.h"
 #include "util.h"
 
+#ifndef TCP_SPLICE_PIPE
 #define TCP_SPLICE_PIPE		(512u << 10)	/* pipe size per direction */
+#endif
 #define SPLICE_CHUNK		(1u << 20)	/* bytes asked per splice() */
 #define SPLICE_ROUNDS		32		/* in/out rounds per event */
 
