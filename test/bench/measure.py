@@ -141,6 +141,7 @@ def iperf(be, fam, secs, streams=1, reverse=False, udp_rate=None, length=1400):
     rcv = end["sum_received"]
     return {"value": rcv["bits_per_second"] / 1e9, "bytes": rcv["bytes"], "cpu": cpu,
             "min": min(per_sec) if per_sec else None,
+            "per_sec": [round(x, 3) for x in per_sec],
             "retrans": end.get("sum_sent", {}).get("retransmits")}
 
 
