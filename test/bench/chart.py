@@ -48,7 +48,7 @@ def write(path, doc):
          f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
          f'<rect width="{width}" height="{height}" fill="white"/>',
          f'<text x="10" y="20" font-size="15" font-weight="bold">ferry vs veth, pasta, '
-         f'slirp4netns: relative to veth (longer is better)</text>',
+         f'slirp4netns (VM mode: vs passt): relative to veth (longer is better)</text>',
          f'<text x="10" y="38" fill="#444">{escape(m["date"])}, kernel {escape(m["kernel"])}, '
          f'{m["cpus"]} CPUs ({escape(m["cpu"][:48])}); median of {m["runs"]} x '
          f'{m["seconds_per_run"]} s; `{escape(m["command"])}`. Numbers: absolute medians '
