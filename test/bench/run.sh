@@ -29,7 +29,7 @@ if [ -n "$missing" ]; then
 	  apt-get install -y -qq $missing >>/tmp/ferry-bench-apt.log 2>&1; } ||
 	{ echo "bench: apt-get failed, see /tmp/ferry-bench-apt.log" >&2; exit 1; }
 fi
-[ -x ./ferry ] || make ferry
+make -s ferry	# up to date with the sources (cheap when it is)
 # VM-mode rows need the qemu guest of test/guest (built outside the
 # sandbox: a first build installs packages).
 vm_default=1; [ "${BENCH_QUICK:-}" = 1 ] && vm_default=0
