@@ -45,6 +45,8 @@ class Backend:
         self.dir = os.path.join(workdir, f"{self.name}-{mtu}")
         os.makedirs(self.dir, exist_ok=True)
         self.log = os.path.join(self.dir, "log")
+        if os.path.exists(self.log):
+            os.unlink(self.log)	# errors must quote this run's log only
         self.proc = None	# the translator (pid for CPU), if any
         self.holder = None	# the process holding the guest namespace
         self.gpid = None

@@ -148,7 +148,7 @@ class Bench:
         be = self.make_backend(tool, mtu)
         try:
             be.start()
-        except backends.BackendError as e:
+        except (backends.BackendError, OSError) as e:
             be.stop()
             return str(e)
         self.servers.ensure("nginx")

@@ -70,7 +70,12 @@ def run_tool(tool, argv, root, workdir, n, secs, port):
     tmo = secs + 20
     with open(script, "w") as f:
         f.write(GUEST_SCRIPT.format(n=n, secs=secs, port=port, tmo=tmo))
-    p = procs.start(argv + ["-s", sock], log=os.path.join(d, "log"))
+    if os.path.exists(os.path.join(d, "log")):
+        os.unlink(os.path.join(d, "log"))
+    try:
+        p = procs.start(argv + ["-s", sock], log=os.path.join(d, "log"))
+    except OSError as e:
+        return None, {}, f"{tool} did not start: {e}"
     info = {}
     try:
         if not procs.wait_for(lambda: os.path.exists(sock) or not procs.alive(p), 10) \
