@@ -51,7 +51,10 @@ def do_send(s, total):
     return n, h.hexdigest()
 
 
-def do_recv(s, pause_at=None, pause=0.0, rate_log=False):
+def do_recv(s, pause_at=None, pause=0.0, rate_log=False, pause_bytes=None):
+    """Receive to EOF. pause_at >= 0: pause after that many bytes; < 0:
+    after -pause_at ms; pause_bytes: also pause once that many bytes
+    arrived (whichever comes first), so a fast transfer still pauses."""
     h = hashlib.sha256()
     n = 0
     slots = []
@@ -60,8 +63,9 @@ def do_recv(s, pause_at=None, pause=0.0, rate_log=False):
     buf = bytearray(1 << 18)
     while True:
         if (pause_at is not None and not paused and
-                (n >= pause_at if pause_at >= 0
-                 else time.monotonic() - t0 >= -pause_at / 1000)):
+                ((n >= pause_at if pause_at >= 0
+                  else time.monotonic() - t0 >= -pause_at / 1000) or
+                 (pause_bytes is not None and n >= pause_bytes))):
             paused = True
             pause_start = time.monotonic() - t0
             time.sleep(pause)
@@ -92,7 +96,7 @@ def role(s, a):
         s.recv(1)           # wait for the peer's close: all delivered
         return {"bytes": n, "sha256": d}
     if a.role == "recv":
-        return do_recv(s, a.pause_at, a.pause, a.rate_log)
+        return do_recv(s, a.pause_at, a.pause, a.rate_log, a.pause_bytes)
     if a.role == "echo":
         n = 0
         while True:
@@ -223,6 +227,7 @@ def main():
     p.add_argument("--bytes", type=int, default=0)
     p.add_argument("--pause-at", type=int)
     p.add_argument("--pause", type=float, default=0.0)
+    p.add_argument("--pause-bytes", type=int)
     p.add_argument("--rate-log", action="store_true")
     p.add_argument("--conns", type=int, default=1)
     p.add_argument("--parallel", type=int, default=1)

@@ -107,6 +107,7 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
     srv = host_listen("127.0.0.1", "send", "--bytes", str(PAUSE_SIZE))
     cli = guest_connect(f, conftest.GW4, srv.port, "recv", "--rate-log",
                         "--pause-at", "-2000", "--pause", "3",
+                        "--pause-bytes", str(PAUSE_SIZE // 2),
                         "--timeout", "300")
     samples = []
     stop = threading.Event()
@@ -128,6 +129,7 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
         srv.kill()
     assert r["bytes"] == PAUSE_SIZE and r["sha256"] == s["sha256"]
     slots = r["slots"]
+    assert "pause" in r, "the receiver never paused"
     p0, p1 = r["pause"]
     before = per_second(slots, 0, p0)
     after = per_second(slots, p1, len(slots) / 10)
@@ -135,7 +137,11 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
     zero_secs = [x for x in before[:-1] + after[:-1] if x == 0]
     # Recovery: within a second of the resume, some half-second window
     # runs at least at half the rate of the last second before the pause.
-    pre = before[-1] if before else 0
+    # Rate before the pause: the last second before it (or all of it, if
+    # the pause came earlier: a fast transfer pauses at half its size).
+    i_p0 = int(p0 * 10)
+    w = slots[max(0, i_p0 - 10):i_p0]
+    pre = sum(w) * 10 / len(w) if w else 0
     i0 = int(p1 * 10) + 1
     post = max((2 * sum(slots[i:i + 5]) for i in range(i0, i0 + 6)),
                default=0)
@@ -147,7 +153,7 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
     report({"shape": shape, "case": "pause3s", "before": before,
             "after": after, "recvq_max_paused": qmax,
             "resume_slots": slots[int(p1 * 10):int(p1 * 10) + 12]})
-    assert len(before) >= 1, before
+    assert pre > 0, slots[:i_p0]
     assert not zero_secs, (before, after)
     # A transfer that finished within a second of the resume recovered.
     if len(slots) / 10 - p1 >= 1:
