@@ -234,6 +234,6 @@ def test_address_and_gateway_options_override_host(ferry_ns):
     assert addrs(l, "inet6") == {("2001:db8::77", 64)}
     assert default_gw(ip_json(f, ["-4", "route"])) == "198.51.100.9"
     assert default_gw(ip_json(f, ["-6", "route"])) == "2001:db8::9"
-    f2 = ferry_ns(args=["-a", "10.1.2.3"])
-    assert addrs(link(f2, TAP), "inet") == {("10.1.2.3", 8)}
+    f2 = ferry_ns(args=["-a", "192.0.2.3"])
+    assert addrs(link(f2, TAP), "inet") == {("192.0.2.3", 24)}
     assert default_gw(ip_json(f2, ["-4", "route"])) == GW4

@@ -392,9 +392,9 @@ TEST(conf_dns_and_names)
 	CHECK_EQ(r.c->ip6.dns_count, 1);
 	CHECK(NS(&r, "-D", "198.51.100.53", "-D", "none"));
 	CHECK(r.c->no_dns && !r.c->ip4.dns_count);
-	CHECK(!NS(&r, "-D", "1.1.1.1", "-D", "1.1.1.2", "-D", "1.1.1.3",
-		  "-D", "1.1.1.4", "-D", "1.1.1.5"));
-	CHECK(err_has(&r, "-D", "'1.1.1.5'"));
+	CHECK(!NS(&r, "-D", "203.0.113.1", "-D", "203.0.113.2", "-D", "203.0.113.3",
+		  "-D", "203.0.113.4", "-D", "203.0.113.5"));
+	CHECK(err_has(&r, "-D", "'203.0.113.5'"));
 	CHECK(!NS(&r, "--dns", "ns.example.test"));
 	CHECK(err_has(&r, "--dns", "'ns.example.test'"));
 
