@@ -202,3 +202,29 @@ void flow_key_make(struct flow_key *k, uint8_t proto, const union inany *a,
 	k->pa = pa;
 	k->pb = pb;
 }
+
+socklen_t inany_to_sa(sockaddr_inany *sa, const union inany *a, uint16_t port)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (inany_is4(a)) {
+		sa->v4.sin_family = AF_INET;
+		sa->v4.sin_addr = a->v4m.a4;
+		sa->v4.sin_port = htons(port);
+		return sizeof(sa->v4);
+	}
+	sa->v6.sin6_family = AF_INET6;
+	sa->v6.sin6_addr = a->a6;
+	sa->v6.sin6_port = htons(port);
+	return sizeof(sa->v6);
+}
+
+void inany_from_sa(const sockaddr_inany *sa, union inany *a, uint16_t *port)
+{
+	if (sa->sa.sa_family == AF_INET) {
+		inany_from4(a, sa->v4.sin_addr);
+		*port = ntohs(sa->v4.sin_port);
+	} else {
+		inany_from6(a, &sa->v6.sin6_addr);
+		*port = ntohs(sa->v6.sin6_port);
+	}
+}

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 /* An IPv4 or IPv6 address: IPv4 stored v4-mapped (::ffff:a.b.c.d). */
 union inany {
@@ -57,6 +58,19 @@ static inline bool inany_eq(const union inany *a, const union inany *b)
 {
 	return !memcmp(a, b, sizeof(*a));
 }
+
+/* A socket address of either family, for host sockets of flows. */
+typedef union {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+	struct sockaddr_storage ss;
+} sockaddr_inany;
+
+/* inany_to_sa() - a:port as a socket address; returns its length. */
+socklen_t inany_to_sa(sockaddr_inany *sa, const union inany *a, uint16_t port);
+/* inany_from_sa() - address and port of an AF_INET/AF_INET6 address. */
+void inany_from_sa(const sockaddr_inany *sa, union inany *a, uint16_t *port);
 
 enum flow_type {
 	FLOW_FREE = 0,

@@ -51,13 +51,6 @@
 #define LFD_SLOTS	(2 * 2 * 65536)
 #define LFD_NEW		(1 << 30)	/* opened, not yet registered */
 
-typedef union {
-	struct sockaddr sa;
-	struct sockaddr_in v4;
-	struct sockaddr_in6 v6;
-	struct sockaddr_storage ss;
-} sockaddr_any;
-
 static size_t lfd_idx(enum tcp_fwd_dir dir, bool v6, unsigned int port)
 {
 	return ((size_t)dir * 2 + v6) * 65536 + port;
@@ -74,34 +67,6 @@ static bool family_on(const struct ctx *c, bool v6)
 	return v6 ? c->conf.ip6.enabled : c->conf.ip4.enabled;
 }
 
-/* sa_set() - a:port as a socket address; returns its length. */
-static socklen_t sa_set(sockaddr_any *sa, const union inany *a, uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	if (inany_is4(a)) {
-		sa->v4.sin_family = AF_INET;
-		sa->v4.sin_addr = a->v4m.a4;
-		sa->v4.sin_port = htons(port);
-		return sizeof(sa->v4);
-	}
-	sa->v6.sin6_family = AF_INET6;
-	sa->v6.sin6_addr = a->a6;
-	sa->v6.sin6_port = htons(port);
-	return sizeof(sa->v6);
-}
-
-/* sa_get() - the address and port of a socket address. */
-static void sa_get(const sockaddr_any *sa, union inany *a, uint16_t *port)
-{
-	if (sa->sa.sa_family == AF_INET) {
-		inany_from4(a, sa->v4.sin_addr);
-		*port = ntohs(sa->v4.sin_port);
-	} else {
-		inany_from6(a, &sa->v6.sin6_addr);
-		*port = ntohs(sa->v6.sin6_port);
-	}
-}
-
 /* listen_sock() - a non-blocking listening socket on a:port (in the
  * calling task's network namespace). Returns the fd or -errno. */
 static int listen_sock(const union inany *a, uint16_t port, const char *ifname,
@@ -109,8 +74,8 @@ static int listen_sock(const union inany *a, uint16_t port, const char *ifname,
 {
 	bool v6 = !inany_is4(a);
 	int s, one = 1, e;
-	sockaddr_any sa;
-	socklen_t sl = sa_set(&sa, a, port);
+	sockaddr_inany sa;
+	socklen_t sl = inany_to_sa(&sa, a, port);
 
 	s = socket(v6 ? AF_INET6 : AF_INET,
 		   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
@@ -480,7 +445,7 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 
 	(void)events;
 	for (i = 0; i < TCP_FWD_ACCEPT_BATCH; i++) {
-		sockaddr_any sa;
+		sockaddr_inany sa;
 		socklen_t sl = sizeof(sa);
 		union inany peer;
 		uint16_t pport;
@@ -495,7 +460,7 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 			return;
 		}
 		c->tcp_fwd.st.accepted++;
-		sa_get(&sa, &peer, &pport);
+		inany_from_sa(&sa, &peer, &pport);
 		if (dir == TCP_FWD_OUT ||
 		    (c->conf.mode == MODE_NS && is_loopback(&peer)))
 			tcp_splice_start(c, s, v6, port, dir);

@@ -216,23 +216,6 @@ struct flow *udp_flow_alloc(struct ctx *c)
 /* --- sockets ----------------------------------------------------------- */
 
 
-/* udp_sa_from() - socket address for a:port; returns its length. */
-socklen_t udp_sa_from(sockaddr_inany *sa, const union inany *a,
-			 uint16_t port)
-{
-	memset(sa, 0, sizeof(*sa));
-	if (inany_is4(a)) {
-		sa->v4.sin_family = AF_INET;
-		sa->v4.sin_addr = a->v4m.a4;
-		sa->v4.sin_port = htons(port);
-		return sizeof(sa->v4);
-	}
-	sa->v6.sin6_family = AF_INET6;
-	sa->v6.sin6_addr = a->a6;
-	sa->v6.sin6_port = htons(port);
-	return sizeof(sa->v6);
-}
-
 int udp_sock_setup(int fd, bool v6)
 {
 	int one = 1, bufsz = UDP_SOCK_BUF;
@@ -271,10 +254,10 @@ int udp_socket(const union inany *a, uint16_t port, bool may_move,
 	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
 		       (socklen_t)strlen(ifname)))
 		goto fail;
-	sl = udp_sa_from(&sa, a, port);
+	sl = inany_to_sa(&sa, a, port);
 	rc = bind(fd, (struct sockaddr *)&sa, sl);
 	if (rc && may_move && port && (errno == EADDRINUSE || errno == EACCES)) {
-		sl = udp_sa_from(&sa, a, 0);
+		sl = inany_to_sa(&sa, a, 0);
 		rc = bind(fd, (struct sockaddr *)&sa, sl);
 	}
 	if (rc)
@@ -324,7 +307,7 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 	u->sock = fd;
 	u->peer = dst;
 	u->peer_port = k->pb;
-	sl = udp_sa_from(&sa, &dst, k->pb);
+	sl = inany_to_sa(&sa, &dst, k->pb);
 	if (connect(fd, (struct sockaddr *)&sa, sl) && errno != EINPROGRESS) {
 		debug("udp: connect: %s", strerror(errno));
 		goto fail;
@@ -499,7 +482,7 @@ static void udp_flow_send(struct ctx *c, struct flow *fl)
 	uint32_t e = u->pend_head;
 
 	if (u->shared) {
-		sl = udp_sa_from(&sa, &u->peer, u->peer_port);
+		sl = inany_to_sa(&sa, &u->peer, u->peer_port);
 		clen = udp_pktinfo_set(cb.b, sizeof(cb.b), &u->local);
 	}
 	while (e != FLOW_NONE) {

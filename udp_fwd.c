@@ -253,7 +253,7 @@ static struct flow *splice_flow_new(struct ctx *c, unsigned int dir, int lfd,
 	u->peer = hk->a;
 	u->peer_port = hk->pa;
 	u->local = hk->b;
-	sl = udp_sa_from(&sa, &dst, tport);
+	sl = inany_to_sa(&sa, &dst, tport);
 	if (connect(fd, (struct sockaddr *)&sa, sl))
 		goto fail;
 	ref.idx = flow_idx(&c->flows, fl);
@@ -374,7 +374,7 @@ static bool splice_reply(struct ctx *c, struct flow *fl, struct udp_rxb *b)
 	} cb;
 	size_t clen = udp_pktinfo_set(cb.b, sizeof(cb.b), &u->local);
 	sockaddr_inany sa;
-	socklen_t sl = udp_sa_from(&sa, &u->peer, u->peer_port);
+	socklen_t sl = inany_to_sa(&sa, &u->peer, u->peer_port);
 	unsigned int n, i;
 
 	n = splice_rxb_recv(c, u->sock, false, b);

@@ -32,11 +32,6 @@ struct udp_flow {
 
 #define UDP_FLOW(fl)	FLOW_PRIV(fl, struct udp_flow)
 
-typedef union {
-	struct sockaddr_in v4;
-	struct sockaddr_in6 v6;
-} sockaddr_inany;
-
 #define UDP_RX_NONE	SIZE_MAX
 
 /* One recvmmsg() batch received in place into guest frames. */
@@ -66,9 +61,6 @@ struct flow *udp_flow_alloc(struct ctx *c);
 void udp_flow_free(struct ctx *c, struct flow *fl);
 /* udp_flow_touch() - traffic on fl: the most recently active flow. */
 void udp_flow_touch(struct ctx *c, struct flow *fl);
-/* udp_sa_from() - socket address for a:port; returns its length. */
-socklen_t udp_sa_from(sockaddr_inany *sa, const union inany *a,
-		      uint16_t port);
 /* udp_socket() - a non-blocking UDP socket bound to a:port (see udp.c).
  * Returns the fd or -errno. */
 int udp_socket(const union inany *a, uint16_t port, bool may_move,
