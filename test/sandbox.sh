@@ -33,5 +33,9 @@ ip route add default via 198.51.100.1 dev uplink0 onlink
 ip -6 route add default via 2001:db8::1 dev uplink0 onlink
 # Unprivileged ICMP echo sockets for the (mapped) root group.
 sysctl -qw net.ipv4.ping_group_range="0 0" || true
+# Ephemeral ports above every fixed port the tests listen on (all below
+# 45000): a client socket of one test, still closing, must never hold
+# the port a later test forwards.
+sysctl -qw net.ipv4.ip_local_port_range="45000 60999"
 export FERRY_SANDBOX=1
 exec "$@"
