@@ -101,6 +101,16 @@ static bool h_flag(struct conf *c, struct pstate *ps, const struct opt *o,
 	return true;
 }
 
+/* h_flag46() - set the bool of both families (off and off6). */
+static bool h_flag46(struct conf *c, struct pstate *ps, const struct opt *o,
+		     const char *arg)
+{
+	(void)ps;
+	(void)arg;
+	*FIELD(c, o->off, bool) = *FIELD(c, o->off6, bool) = true;
+	return true;
+}
+
 static bool h_unflag(struct conf *c, struct pstate *ps, const struct opt *o,
 		     const char *arg)
 {
@@ -763,10 +773,10 @@ static const struct opt opts[] = {
 	     "keep running when the namespace goes away"),
 	FLAG("config-net", M_NS, config_net,
 	     "configure addresses and routes in the namespace"),
-	FLAG("no-copy-routes", M_NS, ip4.no_copy_routes,
-	     "with --config-net: only a default route"),
-	FLAG("no-copy-addrs", M_NS, ip4.no_copy_addrs,
-	     "with --config-net: only one address per family"),
+	{ "no-copy-routes", 0, NULL, M_NS, h_flag46, OFF46(no_copy_routes), 0,
+	  "with --config-net: only a default route" },
+	{ "no-copy-addrs", 0, NULL, M_NS, h_flag46, OFF46(no_copy_addrs), 0,
+	  "with --config-net: only one address per family" },
 	{ "ns-mac-addr", 0, "MAC", M_NS, h_mac, OFF(guest_mac), 0, 0,
 	  "MAC address of the namespace interface" },
 	FLAG("host-lo-to-ns-lo", M_NS, host_lo_to_ns_lo,

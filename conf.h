@@ -18,6 +18,7 @@
 
 #include "fault.h"
 #include "fwd.h"
+#include "netlink.h"
 
 enum mode { MODE_NS, MODE_VM };
 
@@ -29,6 +30,18 @@ enum conf_print { CONF_PRINT_NONE = 0, CONF_PRINT_HELP, CONF_PRINT_VERSION,
 #define CONF_MAX_DNS	4
 #define CONF_MAX_SEARCH	6
 #define CONF_NAME_MAX	256
+#define CONF_MAX_ADDRS	16		/* host addresses copied, per family */
+#define CONF_MAX_ROUTES	64		/* host routes copied, per family */
+
+/* What --config-net copies from the template interface besides the
+ * guest's address and default route (hostconf.c fills it, ns.c applies
+ * it): the interface's other addresses and its routes. */
+struct conf_copied {
+	struct nl_addr addrs[CONF_MAX_ADDRS];
+	int addr_count;
+	struct nl_route routes[CONF_MAX_ROUTES];
+	int route_count;
+};
 
 struct conf_ip4 {
 	bool enabled;			/* not disabled by -6, and usable */
@@ -43,7 +56,8 @@ struct conf_ip4 {
 	struct in_addr dns_fwd;		/* --dns-forward (guest side) */
 	struct in_addr dns_host;	/* --dns-host (host side target) */
 	struct in_addr outbound;	/* -o: bind host sockets here */
-	bool no_copy_routes, no_copy_addrs;
+	bool no_copy_routes, no_copy_addrs;	/* also implied by -g, -a */
+	struct conf_copied copied;
 };
 
 struct conf_ip6 {
@@ -59,6 +73,8 @@ struct conf_ip6 {
 	struct in6_addr dns_fwd;
 	struct in6_addr dns_host;
 	struct in6_addr outbound;
+	bool no_copy_routes, no_copy_addrs;	/* also implied by -g, -a */
+	struct conf_copied copied;
 };
 
 struct conf {

@@ -12,6 +12,19 @@
  *   gateway             -g, else the host's own default gateway (no NAT:
  *                       the guest sees the host's addresses and router)
  *
+ * With --config-net in ns mode the guest also gets copies, as pasta
+ * documents: every other address of the template interface (global scope,
+ * not link-local, not failed DAD; each with its prefix length) unless
+ * --no-copy-addrs or -a for that family, and every route through the
+ * template (main table, unicast, other than the default route, which is
+ * the gateway above, and IPv6 link-local destinations) unless
+ * --no-copy-routes or -g for that family. Routes keep destination,
+ * gateway, metric, protocol and scope; the output interface becomes the
+ * tap; a preferred source the guest does not hold is dropped. The tables
+ * are bounded (CONF_MAX_ADDRS, CONF_MAX_ROUTES per family): what does not
+ * fit is left out with a warning. Reading them is best effort: a failed
+ * dump only costs the copies, with a warning.
+ *
  * The IPv6 router the guest uses is always a link-local address: the
  * host's gateway when it is link-local (as usual with router
  * advertisements), else ferry's own fe80::1. Router advertisements must
@@ -93,6 +106,98 @@ static int template_if(int nl, int family, char name[IFNAMSIZ],
 	return 0;
 }
 
+/* holds_addr() - is a (family's size) the guest's primary or one of the
+ * copied addresses? */
+static bool holds_addr(int family, const struct conf_copied *cp,
+		       const void *primary, const uint8_t *a)
+{
+	size_t alen = family == AF_INET ? 4 : 16;
+	int i;
+
+	if (!memcmp(a, primary, alen))
+		return true;
+	for (i = 0; i < cp->addr_count; i++)
+		if (!memcmp(a, cp->addrs[i].addr, alen))
+			return true;
+	return false;
+}
+
+/* copy_addrs() - the template's addresses other than primary into cp,
+ * up to CONF_MAX_ADDRS (a warning says how many did not fit). */
+static void copy_addrs(int nl, int family, unsigned int ifindex,
+		       const char *ifname, const void *primary,
+		       struct conf_copied *cp)
+{
+	struct nl_addr tab[CONF_MAX_ADDRS + 1];
+	size_t alen = family == AF_INET ? 4 : 16;
+	int i, n, others;
+
+	n = nl_addr_dump(nl, family, ifindex, tab, (int)ARRAY_SIZE(tab));
+	if (n < 0) {
+		warn("cannot read the addresses of %s: %s: copying none",
+		     ifname, strerror(-n));
+		return;
+	}
+	others = n;
+	for (i = 0; i < MIN(n, (int)ARRAY_SIZE(tab)); i++) {
+		if (!memcmp(tab[i].addr, primary, alen))
+			others--;
+		else if (cp->addr_count < CONF_MAX_ADDRS)
+			cp->addrs[cp->addr_count++] = tab[i];
+	}
+	if (others > cp->addr_count)
+		warn("%s has %d more IPv%c addresses: copying only %d", ifname,
+		     others, family == AF_INET ? '4' : '6', cp->addr_count);
+}
+
+/* copy_routes() - the template's routes into cp, up to CONF_MAX_ROUTES,
+ * without preferred sources the guest will not hold. */
+static void copy_routes(int nl, int family, unsigned int ifindex,
+			const char *ifname, const void *primary,
+			struct conf_copied *cp)
+{
+	int i, n;
+
+	n = nl_route_dump(nl, family, ifindex, cp->routes, CONF_MAX_ROUTES);
+	if (n < 0) {
+		warn("cannot read the routes of %s: %s: copying none", ifname,
+		     strerror(-n));
+		return;
+	}
+	cp->route_count = MIN(n, CONF_MAX_ROUTES);
+	if (n > CONF_MAX_ROUTES)
+		warn("%s has %d IPv%c routes: copying only %d", ifname, n,
+		     family == AF_INET ? '4' : '6', CONF_MAX_ROUTES);
+	for (i = 0; i < cp->route_count; i++) {
+		struct nl_route *r = &cp->routes[i];
+
+		if (!holds_addr(family, cp, primary, r->prefsrc))
+			memset(r->prefsrc, 0, sizeof(r->prefsrc));
+	}
+}
+
+/* copy_host() - what --config-net copies besides address and default
+ * route (see top), into cp; logs the result. */
+static void copy_host(const struct conf *c, int nl, int family,
+		      const void *primary, bool addrs, bool routes,
+		      struct conf_copied *cp)
+{
+	unsigned int ifindex = family == AF_INET ? c->ifindex4 : c->ifindex6;
+	const char *ifname = family == AF_INET ? c->ifname4 : c->ifname6;
+
+	memset(cp, 0, sizeof(*cp));
+	if (c->mode != MODE_NS || !c->config_net)
+		return;
+	if (addrs)
+		copy_addrs(nl, family, ifindex, ifname, primary, cp);
+	if (routes)
+		copy_routes(nl, family, ifindex, ifname, primary, cp);
+	info("IPv%c: copying %d more addresses%s and %d routes%s from %s",
+	     family == AF_INET ? '4' : '6', cp->addr_count,
+	     addrs ? "" : " (not asked)", cp->route_count,
+	     routes ? "" : " (not asked)", ifname);
+}
+
 /* derive_ip4() - IPv4 guest defaults (see top). */
 static void derive_ip4(struct conf *c, int nl)
 {
@@ -101,6 +206,9 @@ static void derive_ip4(struct conf *c, int nl)
 	struct in_addr gw, host;
 	int plen = 0;
 
+	/* As pasta: -a and -g stand for the copies of their family. */
+	ip->no_copy_addrs |= !in4_is_unspec(&ip->addr);
+	ip->no_copy_routes |= !in4_is_unspec(&ip->gw);
 	if (!template_if(nl, AF_INET, c->ifname4, &c->ifindex4, &gw) &&
 	    !nl_addr_get(nl, AF_INET, c->ifindex4, &host, &plen)) {
 		ip->host_addr = host;
@@ -115,6 +223,8 @@ static void derive_ip4(struct conf *c, int nl)
 		inet_ntop(AF_INET, &ip->gw, g, sizeof(g));
 		info("IPv4: template interface %s, address %s/%d, gateway %s",
 		     c->ifname4, a, ip->prefix_len, g);
+		copy_host(c, nl, AF_INET, &ip->addr, !ip->no_copy_addrs,
+			  !ip->no_copy_routes, &ip->copied);
 		return;
 	}
 	c->local_mode = true;
@@ -139,6 +249,8 @@ static void derive_ip6(struct conf *c, int nl)
 	int plen = 0;
 	bool ok;
 
+	ip->no_copy_addrs |= !in6_is_unspec(&ip->addr);
+	ip->no_copy_routes |= !in6_is_unspec(&ip->gw);
 	ok = !template_if(nl, AF_INET6, c->ifname6, &c->ifindex6, &gw) &&
 	     !nl_addr_get(nl, AF_INET6, c->ifindex6, &host, &plen);
 	if (in6_is_unspec(&ip->gw)) {
@@ -165,6 +277,8 @@ static void derive_ip6(struct conf *c, int nl)
 	inet_ntop(AF_INET6, &ip->gw, g, sizeof(g));
 	info("IPv6: template interface %s, address %s/%d, router %s",
 	     c->ifname6, a, ip->prefix_len, g);
+	copy_host(c, nl, AF_INET6, &ip->addr, !ip->no_copy_addrs,
+		  !ip->no_copy_routes, &ip->copied);
 }
 
 /* resolv_nameserver() - record one "nameserver" value (either family,

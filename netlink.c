@@ -182,10 +182,24 @@ static int nl_xfer(int fd, struct nl_msg *m, nl_parse_fn fn, void *arg)
 	for ((rta) = (start); RTA_OK((rta), (len)); \
 	     (rta) = RTA_NEXT((rta), (len)))
 
-/* rta_u32() - a u32 attribute's value, false if it is too short. */
+/* rta_walk_ok() - after for_each_rta(): the attributes filled the payload
+ * exactly (only the last one's alignment padding may be missing), so no
+ * attribute was cut off or hidden behind a bad length. */
+static bool rta_walk_ok(int left)
+{
+	return left <= 0 && left > -(int)RTA_ALIGNTO;
+}
+
+/* fam_alen() - address size of family (AF_INET or AF_INET6). */
+static size_t fam_alen(int family)
+{
+	return family == AF_INET ? 4 : 16;
+}
+
+/* rta_u32() - a u32 attribute's value, false if it is not 4 bytes. */
 static bool rta_u32(const struct rtattr *rta, uint32_t *v)
 {
-	if (RTA_PAYLOAD(rta) < sizeof(*v))
+	if (RTA_PAYLOAD(rta) != sizeof(*v))
 		return false;
 	memcpy(v, RTA_DATA(rta), sizeof(*v));
 	return true;
@@ -194,7 +208,7 @@ static bool rta_u32(const struct rtattr *rta, uint32_t *v)
 /* rta_addr() - copy an address attribute of the family's size. */
 static bool rta_addr(const struct rtattr *rta, int family, void *addr)
 {
-	size_t alen = family == AF_INET ? 4 : 16;
+	size_t alen = fam_alen(family);
 
 	if (RTA_PAYLOAD(rta) != alen)
 		return false;
@@ -202,7 +216,130 @@ static bool rta_addr(const struct rtattr *rta, int family, void *addr)
 	return true;
 }
 
-/* --- default route ---------------------------------------------------- */
+/* addr_link_local() - a (fe80::/10 or 169.254.0.0/16) address? */
+static bool addr_link_local(int family, const uint8_t *a)
+{
+	if (family == AF_INET)
+		return a[0] == 169 && a[1] == 254;
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
+/* --- routes ----------------------------------------------------------- */
+
+/* route_multipath() - from an RTA_MULTIPATH payload, the next hop with
+ * the highest weight, through oif only if oif is non-zero, into *ifindex
+ * and gw. Every rtnexthop and its attributes are length-checked: false if
+ * the payload is malformed or no next hop qualifies. */
+static bool route_multipath(const struct rtattr *mp, int family,
+			    unsigned int oif, unsigned int *ifindex,
+			    uint8_t *gw)
+{
+	const struct rtnexthop *rtnh = RTA_DATA(mp);
+	int left = (int)RTA_PAYLOAD(mp), best = -1;
+
+	while (left >= (int)sizeof(*rtnh)) {
+		uint8_t hop_gw[16] = { 0 };
+		const struct rtattr *rta;
+		int alen;
+
+		if (rtnh->rtnh_len < sizeof(*rtnh) || rtnh->rtnh_len > left)
+			return false;
+		alen = rtnh->rtnh_len - (int)RTNH_LENGTH(0);
+		for_each_rta(rta, RTNH_DATA(rtnh), alen)
+			if (rta->rta_type == RTA_GATEWAY &&
+			    !rta_addr(rta, family, hop_gw))
+				return false;
+		if (!rta_walk_ok(alen))
+			return false;
+		if (rtnh->rtnh_hops > best &&
+		    (!oif || (unsigned int)rtnh->rtnh_ifindex == oif)) {
+			best = rtnh->rtnh_hops;
+			*ifindex = (unsigned int)rtnh->rtnh_ifindex;
+			memcpy(gw, hop_gw, sizeof(hop_gw));
+		}
+		if ((int)RTNH_ALIGN(rtnh->rtnh_len) >= left)
+			break;
+		left -= (int)RTNH_ALIGN(rtnh->rtnh_len);
+		rtnh = RTNH_NEXT(rtnh);
+	}
+	return best >= 0;
+}
+
+/* route_attrs() - the attributes of a route message into *r, *table and
+ * *oif (multipath: see route_multipath(), through want_oif if non-zero).
+ * Returns false if one ferry reads has the wrong size, one it cannot
+ * express is there (RTA_VIA), or the walk did not end cleanly. */
+static bool route_attrs(const struct rtmsg *rtm, int len, int family,
+			unsigned int want_oif, struct nl_route *r,
+			uint32_t *table, unsigned int *oif)
+{
+	const struct rtattr *rta;
+	bool ok = true;
+	uint32_t v = 0;
+
+	for_each_rta(rta, RTM_RTA(rtm), len) {
+		switch (rta->rta_type) {
+		case RTA_TABLE:
+			ok = ok && rta_u32(rta, table);
+			break;
+		case RTA_OIF:
+			ok = ok && rta_u32(rta, &v);
+			*oif = v;
+			break;
+		case RTA_DST:
+			ok = ok && rta_addr(rta, family, r->dst);
+			break;
+		case RTA_GATEWAY:
+			ok = ok && rta_addr(rta, family, r->gw);
+			break;
+		case RTA_PREFSRC:
+			ok = ok && rta_addr(rta, family, r->prefsrc);
+			break;
+		case RTA_PRIORITY:
+			ok = ok && rta_u32(rta, &r->metric);
+			break;
+		case RTA_MULTIPATH:
+			ok = ok && route_multipath(rta, family, want_oif, oif,
+						   r->gw);
+			break;
+		case RTA_VIA:		/* gateway of the other family */
+			ok = false;
+			break;
+		}
+	}
+	return ok && rta_walk_ok(len);
+}
+
+/* route_decode() - an RTM_NEWROUTE message: a unicast route of family in
+ * the main table, not cached and not source-specific, leaving through
+ * want_oif if that is non-zero, into *r and its output interface *oif.
+ * False for anything else, or anything malformed (route_attrs()). */
+static bool route_decode(const struct nlmsghdr *nh, int family,
+			 unsigned int want_oif, struct nl_route *r,
+			 unsigned int *oif)
+{
+	const struct rtmsg *rtm = NLMSG_DATA(nh);
+	uint32_t table;
+
+	if (nh->nlmsg_type != RTM_NEWROUTE ||
+	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)))
+		return false;
+	if (rtm->rtm_family != family || rtm->rtm_type != RTN_UNICAST ||
+	    rtm->rtm_src_len || (rtm->rtm_flags & RTM_F_CLONED) ||
+	    rtm->rtm_dst_len > fam_alen(family) * 8)
+		return false;
+	memset(r, 0, sizeof(*r));
+	*oif = 0;
+	r->dst_len = rtm->rtm_dst_len;
+	r->protocol = rtm->rtm_protocol;
+	r->scope = rtm->rtm_scope;
+	r->onlink = rtm->rtm_flags & RTNH_F_ONLINK;
+	table = rtm->rtm_table;
+	if (!route_attrs(rtm, (int)RTM_PAYLOAD(nh), family, want_oif, r,
+			 &table, oif))
+		return false;
+	return table == RT_TABLE_MAIN && *oif && (!want_oif || *oif == want_oif);
+}
 
 struct route_q {
 	int family;
@@ -212,87 +349,131 @@ struct route_q {
 	uint8_t gw[16];
 };
 
-/* route_multipath() - pick the next hop with the highest weight from an
- * RTA_MULTIPATH payload (each rtnexthop length checked). */
-static void route_multipath(const struct rtattr *mp, int family,
-			    unsigned int *ifindex, uint8_t *gw)
+/* route_default_parse() - the first default route of the query. */
+static void route_default_parse(const struct nlmsghdr *nh, void *arg)
 {
-	const struct rtnexthop *rtnh = RTA_DATA(mp);
-	int left = (int)RTA_PAYLOAD(mp), best = -1;
-
-	while (left >= (int)sizeof(*rtnh) &&
-	       rtnh->rtnh_len >= sizeof(*rtnh) && rtnh->rtnh_len <= left) {
-		const struct rtattr *rta;
-		int alen = rtnh->rtnh_len - (int)RTNH_LENGTH(0);
-
-		if (rtnh->rtnh_hops > best) {
-			best = rtnh->rtnh_hops;
-			*ifindex = (unsigned int)rtnh->rtnh_ifindex;
-			memset(gw, 0, 16);
-			for_each_rta(rta, RTNH_DATA(rtnh), alen)
-				if (rta->rta_type == RTA_GATEWAY)
-					rta_addr(rta, family, gw);
-		}
-		if ((int)RTNH_ALIGN(rtnh->rtnh_len) >= left)
-			break;
-		left -= (int)RTNH_ALIGN(rtnh->rtnh_len);
-		rtnh = RTNH_NEXT(rtnh);
-	}
-}
-
-static void route_parse(const struct nlmsghdr *nh, void *arg)
-{
-	const struct rtmsg *r = NLMSG_DATA(nh);
 	struct route_q *q = arg;
-	const struct rtattr *rta;
-	unsigned int ifindex = 0;
-	uint32_t table, v;
-	uint8_t gw[16] = { 0 };
-	int len;
+	unsigned int ifindex;
+	struct nl_route r;
 
-	if (q->found || nh->nlmsg_type != RTM_NEWROUTE ||
-	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*r)))
-		return;
-	if (r->rtm_family != q->family || r->rtm_dst_len ||
-	    r->rtm_type != RTN_UNICAST)
-		return;
-	table = r->rtm_table;
-	len = (int)RTM_PAYLOAD(nh);
-	for_each_rta(rta, RTM_RTA(r), len) {
-		if (rta->rta_type == RTA_TABLE && rta_u32(rta, &v))
-			table = v;
-		else if (rta->rta_type == RTA_OIF && rta_u32(rta, &v))
-			ifindex = v;
-		else if (rta->rta_type == RTA_GATEWAY)
-			rta_addr(rta, q->family, gw);
-		else if (rta->rta_type == RTA_MULTIPATH)
-			route_multipath(rta, q->family, &ifindex, gw);
-	}
-	if (table != RT_TABLE_MAIN || !ifindex ||
-	    (q->oif && ifindex != q->oif))
+	if (q->found || !route_decode(nh, q->family, q->oif, &r, &ifindex) ||
+	    r.dst_len)
 		return;
 	q->found = true;
 	q->ifindex = ifindex;
-	memcpy(q->gw, gw, sizeof(gw));
+	memcpy(q->gw, r.gw, sizeof(q->gw));
+}
+
+/* nl_dump() - dump request of type (RTM_GETADDR, for ifindex if non-zero,
+ * or RTM_GETROUTE) for family; each reply message goes to fn. */
+static int nl_dump(int fd, uint16_t type, int family, unsigned int ifindex,
+		   nl_parse_fn fn, void *arg)
+{
+	struct nl_msg m;
+
+	if (type == RTM_GETADDR) {
+		nl_msg_init(&m, type, NLM_F_DUMP, sizeof(m.ifa));
+		m.ifa.ifa_family = (uint8_t)family;
+		m.ifa.ifa_index = ifindex;
+	} else {
+		nl_msg_init(&m, type, NLM_F_DUMP, sizeof(m.rtm));
+		m.rtm.rtm_family = (uint8_t)family;
+	}
+	return nl_xfer(fd, &m, fn, arg);
 }
 
 int nl_default_route(int fd, int family, unsigned int oif,
 		     unsigned int *ifindex, void *gw)
 {
 	struct route_q q = { .family = family, .oif = oif };
-	struct nl_msg m;
 	int rc;
 
-	nl_msg_init(&m, RTM_GETROUTE, NLM_F_DUMP, sizeof(m.rtm));
-	m.rtm.rtm_family = (uint8_t)family;
-	rc = nl_xfer(fd, &m, route_parse, &q);
+	rc = nl_dump(fd, RTM_GETROUTE, family, 0, route_default_parse, &q);
 	if (rc)
 		return rc;
 	if (!q.found)
 		return -ENOENT;
 	*ifindex = q.ifindex;
-	memcpy(gw, q.gw, family == AF_INET ? 4 : 16);
+	memcpy(gw, q.gw, fam_alen(family));
 	return 0;
+}
+
+/* A bounded table a dump fills: n counts every match, tab holds the
+ * first max of them. */
+struct dump_tab {
+	int family;
+	unsigned int ifindex;
+	void *tab;
+	int max, n;
+};
+
+/* route_tab_parse() - one route for nl_route_dump() (see netlink.h). */
+static void route_tab_parse(const struct nlmsghdr *nh, void *arg)
+{
+	struct dump_tab *t = arg;
+	unsigned int oif;
+	struct nl_route r;
+
+	if (!route_decode(nh, t->family, t->ifindex, &r, &oif) ||
+	    !r.dst_len || (t->family == AF_INET6 &&
+			   (addr_link_local(AF_INET6, r.dst) ||
+			    r.dst[0] == 0xff)))
+		return;
+	if (t->n < t->max)
+		((struct nl_route *)t->tab)[t->n] = r;
+	t->n++;
+}
+
+int nl_route_dump(int fd, int family, unsigned int ifindex,
+		  struct nl_route *tab, int max)
+{
+	struct dump_tab t = { family, ifindex, tab, max, 0 };
+	int rc;
+
+	rc = nl_dump(fd, RTM_GETROUTE, family, 0, route_tab_parse, &t);
+	return rc ? rc : t.n;
+}
+
+int nl_route_add(int fd, int family, unsigned int ifindex,
+		 const struct nl_route *r)
+{
+	static const uint8_t zero[16];
+	size_t alen = fam_alen(family);
+	uint32_t oif = ifindex;
+	struct nl_msg m;
+
+	nl_msg_init(&m, RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+		    sizeof(m.rtm));
+	m.rtm.rtm_family = (uint8_t)family;
+	m.rtm.rtm_table = RT_TABLE_MAIN;
+	m.rtm.rtm_protocol = r->protocol ? r->protocol : RTPROT_BOOT;
+	m.rtm.rtm_scope = r->scope;
+	m.rtm.rtm_type = RTN_UNICAST;
+	m.rtm.rtm_dst_len = r->dst_len;
+	if (r->onlink)
+		m.rtm.rtm_flags = RTNH_F_ONLINK;
+	if ((r->dst_len && !nl_attr_put(&m, RTA_DST, r->dst, alen)) ||
+	    !nl_attr_put(&m, RTA_OIF, &oif, sizeof(oif)) ||
+	    (memcmp(r->gw, zero, alen) &&
+	     !nl_attr_put(&m, RTA_GATEWAY, r->gw, alen)) ||
+	    (memcmp(r->prefsrc, zero, alen) &&
+	     !nl_attr_put(&m, RTA_PREFSRC, r->prefsrc, alen)) ||
+	    (r->metric && !nl_attr_put(&m, RTA_PRIORITY, &r->metric,
+				       sizeof(r->metric))))
+		return -ENOSPC;
+	return nl_xfer(fd, &m, NULL, NULL);
+}
+
+int nl_route_add_default(int fd, int family, unsigned int ifindex,
+			 const void *gw)
+{
+	struct nl_route r = { .protocol = RTPROT_BOOT,
+			      .scope = RT_SCOPE_UNIVERSE };
+
+	memcpy(r.gw, gw, fam_alen(family));
+	/* IPv4 and global IPv6 gateways may lie outside the guest's prefix. */
+	r.onlink = family == AF_INET || !addr_link_local(AF_INET6, r.gw);
+	return nl_route_add(fd, family, ifindex, &r);
 }
 
 /* --- links ------------------------------------------------------------ */
@@ -378,12 +559,49 @@ int nl_link_set(int fd, unsigned int ifindex, const uint8_t *mac,
 
 /* --- addresses -------------------------------------------------------- */
 
+/* addr_decode() - an RTM_NEWADDR message: a global-scope address of
+ * family on ifindex, into *a (IPv4 point-to-point: IFA_LOCAL, our end,
+ * rather than IFA_ADDRESS, the peer). False for anything else, or if an
+ * attribute ferry reads has the wrong size or the walk did not end
+ * cleanly. */
+static bool addr_decode(const struct nlmsghdr *nh, int family,
+			unsigned int ifindex, struct nl_addr *a)
+{
+	const struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+	uint8_t addr[16] = { 0 }, local[16] = { 0 };
+	bool has_addr = false, has_local = false, ok = true;
+	const struct rtattr *rta;
+	int len;
+
+	if (nh->nlmsg_type != RTM_NEWADDR ||
+	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
+		return false;
+	if (ifa->ifa_family != family || ifa->ifa_index != ifindex ||
+	    ifa->ifa_scope != RT_SCOPE_UNIVERSE ||
+	    ifa->ifa_prefixlen > fam_alen(family) * 8)
+		return false;
+	a->flags = ifa->ifa_flags;
+	a->prefix_len = ifa->ifa_prefixlen;
+	len = (int)IFA_PAYLOAD(nh);
+	for_each_rta(rta, IFA_RTA(ifa), len) {
+		if (rta->rta_type == IFA_ADDRESS)
+			ok = ok && (has_addr = rta_addr(rta, family, addr));
+		else if (rta->rta_type == IFA_LOCAL)
+			ok = ok && (has_local = rta_addr(rta, family, local));
+		else if (rta->rta_type == IFA_FLAGS)
+			ok = ok && rta_u32(rta, &a->flags);
+	}
+	if (!ok || !rta_walk_ok(len) || (!has_addr && !has_local))
+		return false;
+	memcpy(a->addr, has_local ? local : addr, sizeof(a->addr));
+	return true;
+}
+
 struct addr_q {
 	int family;
 	unsigned int ifindex;
 	int rank;			/* of the best so far, 0: none */
-	uint8_t addr[16];
-	int prefix_len;
+	struct nl_addr best;
 };
 
 /* addr_rank() - 2 for a preferred address, 1 for one to use only if
@@ -394,67 +612,63 @@ static int addr_rank(uint32_t flags)
 			IFA_F_TEMPORARY | IFA_F_DADFAILED) ? 1 : 2;
 }
 
-static void addr_parse(const struct nlmsghdr *nh, void *arg)
+/* addr_best_parse() - keep the first address of the best rank. */
+static void addr_best_parse(const struct nlmsghdr *nh, void *arg)
 {
-	const struct ifaddrmsg *ifa = NLMSG_DATA(nh);
 	struct addr_q *q = arg;
-	const struct rtattr *rta;
-	uint8_t addr[16], local[16];
-	bool has_addr = false, has_local = false;
-	uint32_t flags;
-	int len, rank;
+	struct nl_addr a;
 
-	if (nh->nlmsg_type != RTM_NEWADDR ||
-	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
-		return;
-	if (ifa->ifa_family != q->family || ifa->ifa_index != q->ifindex ||
-	    ifa->ifa_scope != RT_SCOPE_UNIVERSE)
-		return;
-	flags = ifa->ifa_flags;
-	len = (int)IFA_PAYLOAD(nh);
-	for_each_rta(rta, IFA_RTA(ifa), len) {
-		if (rta->rta_type == IFA_ADDRESS)
-			has_addr = rta_addr(rta, q->family, addr);
-		else if (rta->rta_type == IFA_LOCAL)
-			has_local = rta_addr(rta, q->family, local);
-		else if (rta->rta_type == IFA_FLAGS)
-			rta_u32(rta, &flags);
+	if (addr_decode(nh, q->family, q->ifindex, &a) &&
+	    addr_rank(a.flags) > q->rank) {
+		q->rank = addr_rank(a.flags);
+		q->best = a;
 	}
-	if (!has_addr && !has_local)
-		return;
-	rank = addr_rank(flags);
-	if (rank <= q->rank)
-		return;
-	q->rank = rank;
-	/* IPv4 point-to-point: IFA_ADDRESS is the peer, IFA_LOCAL ours. */
-	memcpy(q->addr, has_local ? local : addr, sizeof(q->addr));
-	q->prefix_len = ifa->ifa_prefixlen;
 }
 
 int nl_addr_get(int fd, int family, unsigned int ifindex, void *addr,
 		int *prefix_len)
 {
 	struct addr_q q = { .family = family, .ifindex = ifindex };
-	struct nl_msg m;
 	int rc;
 
-	nl_msg_init(&m, RTM_GETADDR, NLM_F_DUMP, sizeof(m.ifa));
-	m.ifa.ifa_family = (uint8_t)family;
-	m.ifa.ifa_index = ifindex;
-	rc = nl_xfer(fd, &m, addr_parse, &q);
+	rc = nl_dump(fd, RTM_GETADDR, family, ifindex, addr_best_parse, &q);
 	if (rc)
 		return rc;
 	if (!q.rank)
 		return -ENOENT;
-	memcpy(addr, q.addr, family == AF_INET ? 4 : 16);
-	*prefix_len = q.prefix_len;
+	memcpy(addr, q.best.addr, fam_alen(family));
+	*prefix_len = q.best.prefix_len;
 	return 0;
+}
+
+/* addr_tab_parse() - one address for nl_addr_dump() (see netlink.h). */
+static void addr_tab_parse(const struct nlmsghdr *nh, void *arg)
+{
+	struct dump_tab *t = arg;
+	struct nl_addr a;
+
+	if (!addr_decode(nh, t->family, t->ifindex, &a) ||
+	    (a.flags & IFA_F_DADFAILED) || addr_link_local(t->family, a.addr))
+		return;
+	if (t->n < t->max)
+		((struct nl_addr *)t->tab)[t->n] = a;
+	t->n++;
+}
+
+int nl_addr_dump(int fd, int family, unsigned int ifindex,
+		 struct nl_addr *tab, int max)
+{
+	struct dump_tab t = { family, ifindex, tab, max, 0 };
+	int rc;
+
+	rc = nl_dump(fd, RTM_GETADDR, family, ifindex, addr_tab_parse, &t);
+	return rc ? rc : t.n;
 }
 
 int nl_addr_add(int fd, int family, unsigned int ifindex, const void *addr,
 		int prefix_len)
 {
-	size_t alen = family == AF_INET ? 4 : 16;
+	size_t alen = fam_alen(family);
 	uint32_t flags = family == AF_INET6 ? IFA_F_NODAD : 0;
 	struct nl_msg m;
 
@@ -468,31 +682,6 @@ int nl_addr_add(int fd, int family, unsigned int ifindex, const void *addr,
 	if (!nl_attr_put(&m, IFA_LOCAL, addr, alen) ||
 	    !nl_attr_put(&m, IFA_ADDRESS, addr, alen) ||
 	    !nl_attr_put(&m, IFA_FLAGS, &flags, sizeof(flags)))
-		return -ENOSPC;
-	return nl_xfer(fd, &m, NULL, NULL);
-}
-
-/* --- routes ----------------------------------------------------------- */
-
-int nl_route_add_default(int fd, int family, unsigned int ifindex,
-			 const void *gw)
-{
-	size_t alen = family == AF_INET ? 4 : 16;
-	uint32_t oif = ifindex;
-	struct nl_msg m;
-
-	nl_msg_init(&m, RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
-		    sizeof(m.rtm));
-	m.rtm.rtm_family = (uint8_t)family;
-	m.rtm.rtm_table = RT_TABLE_MAIN;
-	m.rtm.rtm_protocol = RTPROT_BOOT;
-	m.rtm.rtm_scope = RT_SCOPE_UNIVERSE;
-	m.rtm.rtm_type = RTN_UNICAST;
-	if (family == AF_INET ||
-	    !IN6_IS_ADDR_LINKLOCAL((const struct in6_addr *)gw))
-		m.rtm.rtm_flags = RTNH_F_ONLINK;
-	if (!nl_attr_put(&m, RTA_OIF, &oif, sizeof(oif)) ||
-	    !nl_attr_put(&m, RTA_GATEWAY, gw, alen))
 		return -ENOSPC;
 	return nl_xfer(fd, &m, NULL, NULL);
 }

@@ -42,9 +42,11 @@
  *                   tap's MAC (--ns-mac-addr if given) is read back and
  *                   becomes the guest MAC, so frames to the guest are
  *                   unicast before it has spoken
- *   --config-net    tap MTU, up, addresses, default routes (pasta's
- *                   documented behaviour: without it the tap is left
- *                   down for the user or a DHCP/NDP client to set up)
+ *   --config-net    tap MTU, up, addresses, default routes, then the
+ *                   host's other addresses and routes that hostconf.c
+ *                   copied (pasta's documented behaviour: without it the
+ *                   tap is left down for the user or a DHCP/NDP client
+ *                   to set up)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -424,7 +426,55 @@ static void nl_check(int rc, const char *what, const char *ifname)
 		die("%s on %s: %s", what, ifname, strerror(-rc));
 }
 
-/* ns_config_ip() - guest addresses and default routes (--config-net). */
+/* copy_check() - a copied address or route that the guest's kernel
+ * refuses is left out with a warning (already there: a debug note; the
+ * kernel makes prefix routes for the addresses itself). */
+static void copy_check(int rc, int family, const uint8_t *a, int len,
+		       const char *what, const char *ifname)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	if (!rc)
+		return;
+	inet_ntop(family, a, buf, sizeof(buf));
+	if (rc == -EEXIST)
+		debug("copied %s %s/%d on %s: already there", what, buf, len,
+		      ifname);
+	else
+		warn("copied %s %s/%d on %s: %s: left out", what, buf, len,
+		     ifname, strerror(-rc));
+}
+
+/* ns_config_copied() - the host's other addresses and its routes as
+ * hostconf.c copied them; routes without a gateway first, so the
+ * gateways of the others are reachable when they are added. */
+static void ns_config_copied(int nl, int family, unsigned int ifindex,
+			     const char *ifname, const struct conf_copied *cp)
+{
+	int i, pass;
+
+	for (i = 0; i < cp->addr_count; i++) {
+		const struct nl_addr *a = &cp->addrs[i];
+
+		copy_check(nl_addr_add(nl, family, ifindex, a->addr,
+				       a->prefix_len),
+			   family, a->addr, a->prefix_len, "address", ifname);
+	}
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < cp->route_count; i++) {
+			const struct nl_route *r = &cp->routes[i];
+			static const uint8_t zero[16];
+
+			if (!memcmp(r->gw, zero, sizeof(zero)) != !pass)
+				continue;
+			copy_check(nl_route_add(nl, family, ifindex, r), family,
+				   r->dst, r->dst_len, "route", ifname);
+		}
+	}
+}
+
+/* ns_config_ip() - guest addresses and default routes (--config-net),
+ * then the copies of the host's other addresses and routes. */
 static void ns_config_ip(const struct conf *f, int nl, unsigned int ifindex,
 			 const char *ifname)
 {
@@ -437,6 +487,7 @@ static void ns_config_ip(const struct conf *f, int nl, unsigned int ifindex,
 			nl_check(nl_route_add_default(nl, AF_INET, ifindex,
 						      &f->ip4.gw),
 				 "adding the IPv4 default route", ifname);
+		ns_config_copied(nl, AF_INET, ifindex, ifname, &f->ip4.copied);
 	}
 	if (f->ip6.enabled) {
 		if (!in6_is_unspec(&f->ip6.addr))
@@ -447,6 +498,7 @@ static void ns_config_ip(const struct conf *f, int nl, unsigned int ifindex,
 			nl_check(nl_route_add_default(nl, AF_INET6, ifindex,
 						      &f->ip6.gw),
 				 "adding the IPv6 default route", ifname);
+		ns_config_copied(nl, AF_INET6, ifindex, ifname, &f->ip6.copied);
 	}
 }
 
