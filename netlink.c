@@ -268,13 +268,14 @@ static bool route_multipath(const struct rtattr *mp, int family,
 /* route_attrs() - the attributes of a route message into *r, *table and
  * *oif (multipath: see route_multipath(), through want_oif if non-zero).
  * Returns false if one ferry reads has the wrong size, one it cannot
- * express is there (RTA_VIA), or the walk did not end cleanly. */
+ * express is there (RTA_VIA), RTA_DST is missing though r->dst_len is
+ * not zero, or the walk did not end cleanly. */
 static bool route_attrs(const struct rtmsg *rtm, int len, int family,
 			unsigned int want_oif, struct nl_route *r,
 			uint32_t *table, unsigned int *oif)
 {
+	bool ok = true, has_dst = false;
 	const struct rtattr *rta;
-	bool ok = true;
 	uint32_t v = 0;
 
 	for_each_rta(rta, RTM_RTA(rtm), len) {
@@ -287,7 +288,7 @@ static bool route_attrs(const struct rtmsg *rtm, int len, int family,
 			*oif = v;
 			break;
 		case RTA_DST:
-			ok = ok && rta_addr(rta, family, r->dst);
+			ok = ok && (has_dst = rta_addr(rta, family, r->dst));
 			break;
 		case RTA_GATEWAY:
 			ok = ok && rta_addr(rta, family, r->gw);
@@ -307,7 +308,7 @@ static bool route_attrs(const struct rtmsg *rtm, int len, int family,
 			break;
 		}
 	}
-	return ok && rta_walk_ok(len);
+	return ok && rta_walk_ok(len) && (has_dst || !r->dst_len);
 }
 
 /* route_decode() - an RTM_NEWROUTE message: a unicast route of family in

@@ -8,7 +8,8 @@
  * link and address parsers with their attribute checks.
  *
  * Input: byte 0 picks the query (default route v4/v6, link, address
- * v4/v6); the rest is datagrams, each [2-byte big-endian length][bytes].
+ * v4/v6, address table v4/v6, route table v4/v6); the rest is datagrams,
+ * each [2-byte big-endian length][bytes].
  */
 #include <errno.h>
 #include <stddef.h>
@@ -64,6 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct nl_addr atab[3];
+	struct nl_route rtab[3];
 	uint8_t addr[16], mac[6];
 	char name[IFNAMSIZ];
 	unsigned int ifindex, mtu;
@@ -74,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_data = data;
 	fz_size = size;
 	fz_off = 1;
-	switch (data[0] % 5) {
+	switch (data[0] % 9) {
 	case 0:
 		nl_default_route(-1, AF_INET, data[0] & 0x80 ? 2 : 0, &ifindex,
 				 addr);
@@ -88,8 +91,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3:
 		nl_addr_get(-1, AF_INET, 2, addr, &plen);
 		break;
-	default:
+	case 4:
 		nl_addr_get(-1, AF_INET6, 2, addr, &plen);
+		break;
+	case 5:
+	case 6:
+		nl_addr_dump(-1, data[0] % 9 == 5 ? AF_INET : AF_INET6, 2,
+			     atab, (int)ARRAY_SIZE(atab));
+		break;
+	default:
+		nl_route_dump(-1, data[0] % 9 == 7 ? AF_INET : AF_INET6, 2,
+			      rtab, (int)ARRAY_SIZE(rtab));
 		break;
 	}
 	return 0;

@@ -32,6 +32,8 @@ struct fake_kernel {
 	int n;
 	bool stale_seq;			/* reply with a wrong seq first */
 	struct nlmsghdr req;		/* header of the request seen */
+	uint8_t reqbuf[4096] __attribute__((aligned(4)));	/* all of it */
+	ssize_t reqlen;
 	pthread_t th;
 };
 
@@ -104,9 +106,11 @@ static void *fk_thread(void *arg)
 	uint8_t req[4096] __attribute__((aligned(4)));
 	int i;
 
-	if (recv(k->fd, req, sizeof(req), 0) < (ssize_t)sizeof(k->req))
+	k->reqlen = recv(k->fd, req, sizeof(req), 0);
+	if (k->reqlen < (ssize_t)sizeof(k->req))
 		return NULL;
 	memcpy(&k->req, req, sizeof(k->req));
+	memcpy(k->reqbuf, req, (size_t)k->reqlen);
 	if (k->stale_seq) {
 		struct fk_dgram s = { .len = 0 };
 		struct nlmsghdr *nh = fk_msg(&s, NLMSG_ERROR, NULL, 0);
@@ -342,4 +346,378 @@ TEST(netlink_link_get_checks_attributes)
 	CHECK(!strcmp(name, ""));
 	CHECK_EQ(got_mtu, 0);
 	CHECK(!memcmp(got_mac, mac, 6));
+}
+
+/* --- address and route tables (nl_addr_dump(), nl_route_dump()) ------ */
+
+/* fk_addr() - an RTM_NEWADDR message: family, ifindex, scope, prefix and
+ * the address as IFA_ADDRESS (and IFA_LOCAL if local is non-NULL). */
+static struct nlmsghdr *fk_addr(struct fk_dgram *d, int family,
+				uint32_t ifindex, uint8_t scope, uint8_t plen,
+				const char *addr, const char *local)
+{
+	struct ifaddrmsg ifa = { .ifa_family = (uint8_t)family,
+				 .ifa_prefixlen = plen, .ifa_scope = scope,
+				 .ifa_index = ifindex };
+	struct nlmsghdr *nh = fk_msg(d, RTM_NEWADDR, &ifa, sizeof(ifa));
+	uint8_t a[16];
+
+	inet_pton(family, addr, a);
+	fk_attr(nh, IFA_ADDRESS, a, family == AF_INET ? 4 : 16);
+	if (local) {
+		inet_pton(family, local, a);
+		fk_attr(nh, IFA_LOCAL, a, family == AF_INET ? 4 : 16);
+	}
+	return nh;
+}
+
+/* addr_is() - tab entry a holds text address s with prefix length plen. */
+static bool addr_is(const struct nl_addr *a, int family, const char *s,
+		    int plen)
+{
+	uint8_t b[16];
+
+	inet_pton(family, s, b);
+	return !memcmp(a->addr, b, family == AF_INET ? 4 : 16) &&
+	       a->prefix_len == plen;
+}
+
+TEST(netlink_addr_dump_keeps_only_wellformed_global)
+{
+	struct fake_kernel *k = fk_new();
+	struct fk_dgram *d = &k->d[0];
+	struct nl_addr tab[8];
+	uint32_t dadfailed = IFA_F_DADFAILED;
+	uint16_t shortv = 1;
+	struct nlmsghdr *nh;
+	struct rtattr *rta;
+	int fd, n;
+
+	fk_end(d, fk_addr(d, AF_INET, 2, RT_SCOPE_UNIVERSE, 24,
+			  "198.51.100.2", NULL));
+	/* Point-to-point: IFA_LOCAL is ours, IFA_ADDRESS the peer. */
+	fk_end(d, fk_addr(d, AF_INET, 2, RT_SCOPE_UNIVERSE, 32,
+			  "192.0.2.1", "203.0.113.7"));
+	fk_end(d, fk_addr(d, AF_INET, 3, 0, 24, "192.0.2.3", NULL));
+	fk_end(d, fk_addr(d, AF_INET, 2, RT_SCOPE_LINK, 24, "192.0.2.4",
+			  NULL));
+	fk_end(d, fk_addr(d, AF_INET, 2, 0, 16, "169.254.1.1", NULL));
+	fk_end(d, fk_addr(d, AF_INET, 2, 0, 33, "192.0.2.5", NULL));
+	nh = fk_addr(d, AF_INET, 2, 0, 24, "192.0.2.6", NULL);
+	fk_attr(nh, IFA_FLAGS, &dadfailed, sizeof(dadfailed));
+	fk_end(d, nh);
+	nh = fk_addr(d, AF_INET, 2, 0, 24, "192.0.2.7", NULL);
+	fk_attr(nh, IFA_FLAGS, &shortv, sizeof(shortv));	/* 2 bytes */
+	fk_end(d, nh);
+	/* An address attribute of 3 bytes. */
+	nh = fk_addr(d, AF_INET, 2, 0, 24, "192.0.2.8", NULL);
+	rta = (struct rtattr *)((uint8_t *)nh + NLMSG_LENGTH(sizeof(struct ifaddrmsg)));
+	rta->rta_len = RTA_LENGTH(3);
+	fk_end(d, nh);
+	/* An attribute running past its message. */
+	nh = fk_addr(d, AF_INET, 2, 0, 24, "192.0.2.9", NULL);
+	rta = (struct rtattr *)((uint8_t *)nh + NLMSG_LENGTH(sizeof(struct ifaddrmsg)));
+	rta->rta_len = 64;
+	fk_end(d, nh);
+	/* Bytes after the last attribute that are no attribute. */
+	nh = fk_addr(d, AF_INET, 2, 0, 24, "192.0.2.10", NULL);
+	nh->nlmsg_len += 2;
+	fk_end(d, nh);
+	/* A message too short for struct ifaddrmsg. */
+	nh = fk_msg(d, RTM_NEWADDR, NULL, 0);
+	nh->nlmsg_len = NLMSG_LENGTH(4);
+	fk_end(d, nh);
+	fk_done(d);
+	k->n = 1;
+	fd = fk_start(k);
+	n = nl_addr_dump(fd, AF_INET, 2, tab, 8);
+	fk_stop(k, fd);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(k->req.nlmsg_type, RTM_GETADDR);
+	CHECK(k->req.nlmsg_flags & NLM_F_DUMP);
+	CHECK(addr_is(&tab[0], AF_INET, "198.51.100.2", 24));
+	CHECK(addr_is(&tab[1], AF_INET, "203.0.113.7", 32));
+}
+
+TEST(netlink_addr_dump_bounded_and_ipv6_link_local)
+{
+	struct fake_kernel *k = fk_new();
+	struct fk_dgram *d = &k->d[0];
+	struct nl_addr tab[4];
+	int fd, n;
+
+	memset(tab, 0xa5, sizeof(tab));
+	fk_end(d, fk_addr(d, AF_INET6, 2, 0, 64, "fe80::1", NULL));
+	fk_end(d, fk_addr(d, AF_INET6, 2, 0, 64, "2001:db8::2", NULL));
+	fk_end(d, fk_addr(d, AF_INET6, 2, 0, 129, "2001:db8::3", NULL));
+	fk_end(d, fk_addr(d, AF_INET6, 2, 0, 64, "2001:db8:1::7", NULL));
+	fk_end(d, fk_addr(d, AF_INET6, 2, 0, 48, "2001:db8:2::7", NULL));
+	fk_end(d, fk_addr(d, AF_INET6, 2, 0, 128, "2001:db8:3::7", NULL));
+	/* An IPv4 message in an IPv6 dump: not ours. */
+	fk_end(d, fk_addr(d, AF_INET, 2, 0, 24, "192.0.2.1", NULL));
+	fk_done(d);
+	k->n = 1;
+	fd = fk_start(k);
+	n = nl_addr_dump(fd, AF_INET6, 2, tab, 3);
+	fk_stop(k, fd);
+	CHECK_EQ(n, 4);				/* four qualify ... */
+	CHECK(addr_is(&tab[0], AF_INET6, "2001:db8::2", 64));
+	CHECK(addr_is(&tab[1], AF_INET6, "2001:db8:1::7", 64));
+	CHECK(addr_is(&tab[2], AF_INET6, "2001:db8:2::7", 48));
+	CHECK_EQ(tab[3].prefix_len, 0xa5);	/* ... three fit */
+}
+
+TEST(netlink_addr_dump_cut_datagram_is_error)
+{
+	struct fake_kernel *k = fk_new();
+	struct nl_addr tab[4];
+	int fd, n;
+
+	fk_end(&k->d[0], fk_addr(&k->d[0], AF_INET, 2, 0, 24, "192.0.2.1",
+				 NULL));
+	/* Second datagram: a message cut short by the datagram's end. */
+	fk_end(&k->d[1], fk_addr(&k->d[1], AF_INET, 2, 0, 24, "192.0.2.2",
+				 NULL));
+	k->d[1].len -= 6;
+	k->n = 2;
+	fd = fk_start(k);
+	n = nl_addr_dump(fd, AF_INET, 2, tab, 4);
+	fk_stop(k, fd);
+	CHECK_EQ(n, -EBADMSG);
+}
+
+/* fk_route() - a unicast route message: family, table, dst/len (dst NULL:
+ * no RTA_DST), oif (0: none), gateway (NULL: none). */
+static struct nlmsghdr *fk_route(struct fk_dgram *d, int family,
+				 uint8_t table, const char *dst, uint8_t len,
+				 uint32_t oif, const char *gw)
+{
+	struct rtmsg r = { .rtm_family = (uint8_t)family, .rtm_table = table,
+			   .rtm_type = RTN_UNICAST, .rtm_dst_len = len,
+			   .rtm_protocol = RTPROT_STATIC };
+	struct nlmsghdr *nh = fk_msg(d, RTM_NEWROUTE, &r, sizeof(r));
+	size_t alen = family == AF_INET ? 4 : 16;
+	uint8_t a[16];
+
+	if (dst) {
+		inet_pton(family, dst, a);
+		fk_attr(nh, RTA_DST, a, alen);
+	}
+	if (oif)
+		fk_attr(nh, RTA_OIF, &oif, sizeof(oif));
+	if (gw) {
+		inet_pton(family, gw, a);
+		fk_attr(nh, RTA_GATEWAY, a, alen);
+	}
+	return nh;
+}
+
+/* route_is() - tab entry r: dst/len via gw ("" for none). */
+static bool route_is(const struct nl_route *r, int family, const char *dst,
+		     int len, const char *gw)
+{
+	uint8_t a[16] = { 0 }, g[16] = { 0 };
+
+	inet_pton(family, dst, a);
+	if (*gw)
+		inet_pton(family, gw, g);
+	return r->dst_len == len && !memcmp(r->dst, a, 16) &&
+	       !memcmp(r->gw, g, 16);
+}
+
+/* fk_multipath() - RTA_MULTIPATH: hop 1 (weight 1) on oif1 via gw1, hop
+ * 2 (weight 5) on oif2 via gw2; bad: hop 2 claims more than there is. */
+static void fk_multipath(struct nlmsghdr *nh, uint32_t oif1, const char *gw1,
+			 uint32_t oif2, const char *gw2, bool bad)
+{
+	uint8_t mp[64] __attribute__((aligned(4)));
+	struct rtnexthop *h[2] = { (void *)mp, NULL };
+	const char *gw[2] = { gw1, gw2 };
+	uint32_t oif[2] = { oif1, oif2 };
+	size_t len = 0;
+	int i;
+
+	memset(mp, 0, sizeof(mp));
+	for (i = 0; i < 2; i++) {
+		struct rtattr *a;
+
+		h[i] = (void *)(mp + len);
+		h[i]->rtnh_hops = i ? 4 : 0;
+		h[i]->rtnh_ifindex = (int)oif[i];
+		a = RTNH_DATA(h[i]);
+		a->rta_type = RTA_GATEWAY;
+		a->rta_len = RTA_LENGTH(4);
+		inet_pton(AF_INET, gw[i], RTA_DATA(a));
+		h[i]->rtnh_len = (unsigned short)RTNH_LENGTH(RTA_SPACE(4));
+		len += RTNH_ALIGN(h[i]->rtnh_len);
+	}
+	if (bad)
+		h[1]->rtnh_len += 8;
+	fk_attr(nh, RTA_MULTIPATH, mp, len);
+}
+
+TEST(netlink_route_dump_keeps_only_wellformed)
+{
+	struct fake_kernel *k = fk_new();
+	struct fk_dgram *d = &k->d[0];
+	struct nl_route tab[16];
+	uint32_t metric = 50, table = 100;
+	uint16_t shortv = 7;
+	struct in_addr src;
+	struct nlmsghdr *nh;
+	int fd, n;
+
+	/* Kept: a gateway route with a metric ... */
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.0", 24, 2,
+		      "198.51.100.254");
+	fk_attr(nh, RTA_PRIORITY, &metric, sizeof(metric));
+	fk_end(d, nh);
+	/* ... a device route with a preferred source ... */
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "203.0.113.0", 24, 2, NULL);
+	((struct rtmsg *)NLMSG_DATA(nh))->rtm_scope = RT_SCOPE_LINK;
+	inet_pton(AF_INET, "203.0.113.7", &src);
+	fk_attr(nh, RTA_PREFSRC, &src, 4);
+	fk_end(d, nh);
+	/* ... and a multipath route through a hop on oif 2. */
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "198.51.100.128", 25, 0,
+		      NULL);
+	fk_multipath(nh, 2, "198.51.100.3", 9, "198.51.100.9", false);
+	fk_end(d, nh);
+	/* Left out: default, other interface, other table (field and
+	 * attribute), cached, source-specific, not unicast. */
+	fk_end(d, fk_route(d, AF_INET, RT_TABLE_MAIN, NULL, 0, 2,
+			   "198.51.100.1"));
+	fk_end(d, fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.0", 25, 3,
+			   NULL));
+	fk_end(d, fk_route(d, AF_INET, RT_TABLE_LOCAL, "192.0.2.0", 26, 2,
+			   NULL));
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.0", 27, 2, NULL);
+	fk_attr(nh, RTA_TABLE, &table, sizeof(table));
+	fk_end(d, nh);
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.0", 28, 2, NULL);
+	((struct rtmsg *)NLMSG_DATA(nh))->rtm_flags = RTM_F_CLONED;
+	fk_end(d, nh);
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.0", 29, 2, NULL);
+	((struct rtmsg *)NLMSG_DATA(nh))->rtm_src_len = 8;
+	fk_end(d, nh);
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.0", 30, 2, NULL);
+	((struct rtmsg *)NLMSG_DATA(nh))->rtm_type = RTN_BLACKHOLE;
+	fk_end(d, nh);
+	/* Malformed: prefix too long, RTA_DST missing or 3 bytes, short
+	 * metric, RTA_VIA, a multipath hop running past its attribute,
+	 * a multipath route with no hop on our interface. */
+	fk_end(d, fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.0", 33, 2,
+			   NULL));
+	fk_end(d, fk_route(d, AF_INET, RT_TABLE_MAIN, NULL, 24, 2, NULL));
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, NULL, 24, 2, NULL);
+	fk_attr(nh, RTA_DST, "\xc0\x00\x02", 3);
+	fk_end(d, nh);
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.64", 26, 2, NULL);
+	fk_attr(nh, RTA_PRIORITY, &shortv, sizeof(shortv));
+	fk_end(d, nh);
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.128", 26, 2, NULL);
+	fk_attr(nh, RTA_VIA, "\x0a\x00\x20\x01\x0d\xb8", 6);
+	fk_end(d, nh);
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.192", 26, 0, NULL);
+	fk_multipath(nh, 2, "198.51.100.3", 2, "198.51.100.4", true);
+	fk_end(d, nh);
+	nh = fk_route(d, AF_INET, RT_TABLE_MAIN, "192.0.2.224", 27, 0, NULL);
+	fk_multipath(nh, 7, "198.51.100.3", 9, "198.51.100.4", false);
+	fk_end(d, nh);
+	fk_done(d);
+	k->n = 1;
+	fd = fk_start(k);
+	n = nl_route_dump(fd, AF_INET, 2, tab, 16);
+	fk_stop(k, fd);
+	CHECK_EQ(n, 3);
+	CHECK_EQ(k->req.nlmsg_type, RTM_GETROUTE);
+	CHECK(route_is(&tab[0], AF_INET, "192.0.2.0", 24, "198.51.100.254"));
+	CHECK_EQ(tab[0].metric, 50);
+	CHECK_EQ(tab[0].protocol, RTPROT_STATIC);
+	CHECK(route_is(&tab[1], AF_INET, "203.0.113.0", 24, ""));
+	CHECK_EQ(tab[1].scope, RT_SCOPE_LINK);
+	CHECK(!memcmp(tab[1].prefsrc, &src, 4));
+	CHECK(route_is(&tab[2], AF_INET, "198.51.100.128", 25,
+		       "198.51.100.3"));
+}
+
+TEST(netlink_route_dump_ipv6_bounded)
+{
+	struct fake_kernel *k = fk_new();
+	struct fk_dgram *d = &k->d[0];
+	struct nl_route tab[2];
+	int fd, n;
+
+	memset(tab, 0xa5, sizeof(tab));
+	fk_end(d, fk_route(d, AF_INET6, RT_TABLE_MAIN, "fe80::", 64, 2, NULL));
+	fk_end(d, fk_route(d, AF_INET6, RT_TABLE_MAIN, "ff00::", 8, 2, NULL));
+	fk_end(d, fk_route(d, AF_INET6, RT_TABLE_MAIN, "2001:db8::", 64, 2,
+			   NULL));
+	fk_end(d, fk_route(d, AF_INET6, RT_TABLE_MAIN, "2001:db8:5::", 48, 2,
+			   "2001:db8::fe"));
+	fk_end(d, fk_route(d, AF_INET6, RT_TABLE_MAIN, "2001:db8:6::", 129, 2,
+			   NULL));
+	fk_end(d, fk_route(d, AF_INET6, RT_TABLE_MAIN, "2001:db8:7::", 64, 2,
+			   NULL));
+	fk_done(d);
+	k->n = 1;
+	fd = fk_start(k);
+	n = nl_route_dump(fd, AF_INET6, 2, tab, 1);
+	fk_stop(k, fd);
+	CHECK_EQ(n, 3);
+	CHECK(route_is(&tab[0], AF_INET6, "2001:db8::", 64, ""));
+	CHECK_EQ(tab[1].dst_len, 0xa5);		/* untouched past max */
+}
+
+/* req_attr() - attribute type of the captured request, or NULL. */
+static const struct rtattr *req_attr(const struct fake_kernel *k,
+				     size_t fixed, uint16_t type)
+{
+	const struct nlmsghdr *nh = (const void *)k->reqbuf;
+	const struct rtattr *rta = (const void *)(k->reqbuf +
+						  NLMSG_SPACE(fixed));
+	int len = (int)nh->nlmsg_len - (int)NLMSG_SPACE(fixed);
+
+	for (; RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
+		if (rta->rta_type == type)
+			return rta;
+	return NULL;
+}
+
+TEST(netlink_route_add_request)
+{
+	struct fake_kernel *k = fk_new();
+	struct nl_route r = { .dst_len = 48, .scope = RT_SCOPE_UNIVERSE,
+			      .metric = 7 };
+	const struct rtmsg *rtm = (const void *)(k->reqbuf +
+						 NLMSG_HDRLEN);
+	const struct rtattr *a;
+	uint32_t v;
+	int fd, rc;
+
+	inet_pton(AF_INET6, "2001:db8:5::", r.dst);
+	inet_pton(AF_INET6, "2001:db8::fe", r.gw);
+	fk_ack(&k->d[0], 0);
+	k->n = 1;
+	fd = fk_start(k);
+	rc = nl_route_add(fd, AF_INET6, 4, &r);
+	fk_stop(k, fd);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(k->req.nlmsg_type, RTM_NEWROUTE);
+	CHECK(k->req.nlmsg_flags & NLM_F_EXCL);
+	CHECK_EQ(rtm->rtm_dst_len, 48);
+	CHECK_EQ(rtm->rtm_table, RT_TABLE_MAIN);
+	CHECK_EQ(rtm->rtm_protocol, RTPROT_BOOT);	/* 0 means boot */
+	CHECK_EQ(rtm->rtm_flags, 0);
+	CHECK((a = req_attr(k, sizeof(*rtm), RTA_DST)) &&
+	      !memcmp(RTA_DATA(a), r.dst, 16));
+	CHECK((a = req_attr(k, sizeof(*rtm), RTA_GATEWAY)) &&
+	      !memcmp(RTA_DATA(a), r.gw, 16));
+	CHECK((a = req_attr(k, sizeof(*rtm), RTA_OIF)));
+	memcpy(&v, RTA_DATA(a), 4);
+	CHECK_EQ(v, 4);
+	CHECK((a = req_attr(k, sizeof(*rtm), RTA_PRIORITY)));
+	memcpy(&v, RTA_DATA(a), 4);
+	CHECK_EQ(v, 7);
+	CHECK(!req_attr(k, sizeof(*rtm), RTA_PREFSRC));	/* zero: none */
 }
