@@ -312,9 +312,9 @@ static bool route_attrs(const struct rtmsg *rtm, int len, int family,
 }
 
 /* route_decode() - an RTM_NEWROUTE message: a unicast route of family in
- * the main table, not cached and not source-specific, leaving through
- * want_oif if that is non-zero, into *r and its output interface *oif.
- * False for anything else, or anything malformed (route_attrs()). */
+ * the main table, not cached, leaving through want_oif if that is
+ * non-zero, into *r and its output interface *oif. False for anything
+ * else, or anything malformed (route_attrs()). */
 static bool route_decode(const struct nlmsghdr *nh, int family,
 			 unsigned int want_oif, struct nl_route *r,
 			 unsigned int *oif)
@@ -326,7 +326,7 @@ static bool route_decode(const struct nlmsghdr *nh, int family,
 	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)))
 		return false;
 	if (rtm->rtm_family != family || rtm->rtm_type != RTN_UNICAST ||
-	    rtm->rtm_src_len || (rtm->rtm_flags & RTM_F_CLONED) ||
+	    (rtm->rtm_flags & RTM_F_CLONED) ||
 	    rtm->rtm_dst_len > fam_alen(family) * 8)
 		return false;
 	memset(r, 0, sizeof(*r));
@@ -415,7 +415,9 @@ static void route_tab_parse(const struct nlmsghdr *nh, void *arg)
 	unsigned int oif;
 	struct nl_route r;
 
+	/* Source-specific routes: struct nl_route cannot say "from". */
 	if (!route_decode(nh, t->family, t->ifindex, &r, &oif) ||
+	    ((const struct rtmsg *)NLMSG_DATA(nh))->rtm_src_len ||
 	    !r.dst_len || (t->family == AF_INET6 &&
 			   (addr_link_local(AF_INET6, r.dst) ||
 			    r.dst[0] == 0xff)))

@@ -721,3 +721,24 @@ TEST(netlink_route_add_request)
 	CHECK_EQ(v, 7);
 	CHECK(!req_attr(k, sizeof(*rtm), RTA_PREFSRC));	/* zero: none */
 }
+
+TEST(netlink_default_route_source_specific_still_found)
+{
+	struct fake_kernel *k = fk_new();
+	unsigned int ifindex = 0;
+	struct nlmsghdr *nh;
+	struct in_addr gw;
+	int fd, rc;
+
+	/* Left out of copies (nl_route_dump()), but as before a default. */
+	nh = fk_route4(&k->d[0], RT_TABLE_MAIN, 3, "198.51.100.1");
+	((struct rtmsg *)NLMSG_DATA(nh))->rtm_src_len = 24;
+	fk_end(&k->d[0], nh);
+	fk_done(&k->d[0]);
+	k->n = 1;
+	fd = fk_start(k);
+	rc = nl_default_route(fd, AF_INET, 0, &ifindex, &gw);
+	fk_stop(k, fd);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(ifindex, 3);
+}
