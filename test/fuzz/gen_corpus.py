@@ -286,7 +286,19 @@ def netlink():
     addr = lambda fam, a: nlmsg(20, struct.pack("=BBBBI", fam, 24, 0, 0, 2) +
                                 rta(1, a) + rta(2, a) +
                                 rta(8, struct.pack("=I", 0)))
+    rtm_dst = lambda fam, dlen: struct.pack("=BBBBBBBBI", fam, dlen, 0, 0, 254,
+                                             4, 253, 1, 0)
+    route4_net = nlmsg(24, rtm_dst(2, 24) + rta(1, a4("192.0.2.0")) +
+                       rta(4, struct.pack("=I", 2)) +
+                       rta(6, struct.pack("=I", 50)))
+    route6_net = nlmsg(24, rtm_dst(10, 48) + rta(1, a6("2001:db8:5::")) +
+                       rta(4, struct.pack("=I", 2)) + rta(5, a6("2001:db8::fe")))
     return {
+        "addr_table4": bytes([5]) + dg(addr(2, a4(G4)), addr(2, a4("203.0.113.7")),
+                                       done),
+        "addr_table6": bytes([6]) + dg(addr(10, a6(G6))) + dg(done),
+        "route_table4": bytes([7]) + dg(route4, route4_net) + dg(done),
+        "route_table6": bytes([8]) + dg(route6_net, route6mp, done),
         "route4": bytes([0]) + dg(route4) + dg(done),
         "route6_multipath": bytes([1]) + dg(route6mp, done),
         "link": bytes([2]) + dg(link, ack),
