@@ -68,7 +68,9 @@
 	X(UDP_TOO_BIG,		"host datagram larger than the guest MTU") \
 	X(LINK_DOWN,		"guest interface down (tap write EIO)")	\
 	X(TCP_STATE,		"TCP segment not valid in this state")	\
-	X(TCP_SEQ,		"TCP segment outside the window")
+	X(TCP_SEQ,		"TCP segment outside the window")	\
+	X(TCP_OOO_FULL,		"TCP out-of-order queue full")		\
+	X(TCP_OOO_REACH,	"TCP segment beyond the reassembly reach")
 
 enum drop_reason {
 #define DROP_ENUM(name, text) DROP_##name,

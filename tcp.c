@@ -61,9 +61,13 @@
 #include "nat.h"
 #include "pkt.h"
 #include "tcp_conn.h"
+#include "tcp_ooo.h"
 #include "util.h"
 
+#define TCP_IOV_MAX	1024	/* iovecs per sendmsg() (UIO_MAXIOV) */
+
 _Static_assert(TCP_PEND_MAX >= RX_FRAMES_MAX, "one slice per input frame");
+_Static_assert(TCP_PEND_MAX < TCP_IOV_MAX, "room for the queued run");
 _Static_assert(TCP_PEND_MAX < TCP_PEND_NONE, "slice index fits");
 _Static_assert(sizeof(struct tcp_conn) <= FLOW_PRIV_SIZE, "fits a flow");
 
@@ -87,6 +91,8 @@ void tcp_init(struct ctx *c)
 {
 	int s, zero = 0;
 
+	if (!c->tcp.ooo)
+		c->tcp.ooo = tcp_ooo_pool_new(TCP_OOO_POOL_BLKS);
 	random_bytes(&c->tcp.isn_k0, sizeof(c->tcp.isn_k0));
 	random_bytes(&c->tcp.isn_k1, sizeof(c->tcp.isn_k1));
 	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
@@ -149,6 +155,7 @@ void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)
 		close(conn->sock);
 		conn->sock = -1;
 	}
+	tcp_ooo_release(c->tcp.ooo, conn);
 	flow_free(&c->flows, fl);
 }
 
@@ -201,6 +208,9 @@ static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
 	 * worth of the guest's segments well inside it. */
 	conn->wnd_to_guest = MIN(conn->wnd_to_guest,
 				 (uint32_t)TCP_WND_SEGS * tcp_mss_from_guest(c, fl));
+	/* Whatever the guest sends inside the window fits the out-of-order
+	 * queue's per-connection limit. */
+	conn->wnd_to_guest = MIN(conn->wnd_to_guest, TCP_OOO_CONN_BYTES);
 	if (!conn->ws_to_guest)
 		conn->wnd_to_guest = MIN(conn->wnd_to_guest, 65535u);
 	low = MAX(conn->sndbuf / 4, 2u * conn->mss_to_guest);
@@ -273,7 +283,7 @@ static void tcp_key_from_pkt(const struct pkt *p, struct flow_key *k)
 }
 
 /* tcp_guest_syn_params() - what the guest's SYN (or SYN-ACK) tells us:
- * its ISN, window, window scale and MSS. */
+ * its ISN, window, window scale, MSS and SACK-permitted. */
 void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
 			  const struct tcp_view *t, bool v6)
 {
@@ -286,6 +296,10 @@ void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
 	conn->ws_from_guest = t->has_wscale ? t->wscale : 0;
 	conn->ws_to_guest = t->has_wscale ? TCP_WS_TO_GUEST : 0;
 	conn->wnd_from_guest = t->window;	/* never scaled in a SYN */
+	if (t->has_sack_perm)
+		conn->flags |= TCP_C_SACK;
+	else
+		conn->flags &= (uint16_t)~TCP_C_SACK;
 	mss = MIN(mss, mtu - l3 - TCP_HLEN);
 	conn->mss_to_guest = (uint16_t)MAX(mss, 64u);
 }
@@ -446,9 +460,13 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 
 /* tcp_data_input() - the guest's payload and FIN: in-order bytes are
  * queued for the end-of-batch write; old bytes (retransmissions, window
- * probes, keepalives) and out-of-order ones get an immediate ACK so the
- * guest's fast retransmit works without a reassembly queue here. */
-static void tcp_data_input(struct ctx *c, struct flow *fl, const struct pkt *p)
+ * probes, keepalives) get an ACK at the end of the batch. Bytes beyond a
+ * hole are copied to the out-of-order queue (tcp_ooo.c) and answered at
+ * once with a duplicate ACK, with SACK blocks where the guest agreed, so
+ * the guest's fast retransmit resends just the hole. Returns the reason
+ * when the segment's payload was dropped, DROP_NONE otherwise. */
+static enum drop_reason tcp_data_input(struct ctx *c, struct flow *fl,
+				       const struct pkt *p)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	const struct tcp_view *t = &p->tcp;
@@ -457,20 +475,30 @@ static void tcp_data_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	size_t len = p->payload_len;
 	int32_t off = seq_diff(next, seq);
 
+	enum drop_reason r = DROP_NONE;
+
 	if (conn->flags & TCP_C_GUEST_FIN) {
 		if (len || (t->flags & TCP_F_FIN))
 			conn->flags |= TCP_C_ACK_NOW;
-		return;
+		return DROP_NONE;
 	}
 	if (off < 0) {
-		/* A hole before this segment: one duplicate ACK per segment,
-		 * at once, so the guest's fast retransmit triggers. */
+		/* A hole before this segment: keep a copy, and one duplicate
+		 * ACK per segment at once (a pure ACK carries nothing to
+		 * report). */
+		if (!len && !(t->flags & TCP_F_FIN))
+			return DROP_NONE;
+		if (len)
+			r = tcp_ooo_insert(c->tcp.ooo, conn,
+					   conn->seq_from_guest, seq,
+					   p->payload, len,
+					   t->flags & TCP_F_FIN);
 		tcp_send_flags(c, fl, TCP_F_ACK);
-		return;
+		return r;
 	}
 	if ((len && (size_t)off >= len) || (!len && off > 0)) {
 		conn->flags |= TCP_C_ACK_NOW;
-		return;
+		return DROP_NONE;
 	}
 	if (len > (size_t)off && c->tcp.pend_n < TCP_PEND_MAX) {
 		struct tcp_pend *pe = &c->tcp.pend[c->tcp.pend_n];
@@ -491,6 +519,7 @@ static void tcp_data_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 		conn->flags |= TCP_C_GUEST_FIN | TCP_C_ACK_NOW;
 		conn->seq_fin_from_guest = next;
 	}
+	return DROP_NONE;
 }
 
 /* tcp_handshake_input() - a segment while the handshake is incomplete.
@@ -553,9 +582,9 @@ static enum drop_reason tcp_conn_input(struct ctx *c, struct flow *fl,
 	if (!(t->flags & TCP_F_ACK))
 		return DROP_TCP_STATE;
 	tcp_ack_input(c, fl, p);
-	tcp_data_input(c, fl, p);
+	r = tcp_data_input(c, fl, p);
 	tcp_dirty(c, fl);
-	return DROP_NONE;
+	return r;
 }
 
 enum drop_reason tcp_input(struct ctx *c, const struct pkt *p)
@@ -578,35 +607,79 @@ enum drop_reason tcp_input(struct ctx *c, const struct pkt *p)
 	return DROP_NO_FLOW;
 }
 
-/* tcp_flush_pending() - write the batch's in-order guest payload with
- * one sendmsg(); acknowledge only what the socket took. */
+/* tcp_pend_iov() - iovecs for the batch's in-order slices, followed by
+ * the out-of-order queue's run that continues them (unless the guest's
+ * FIN ends the stream there). Returns the count; *bytes their total. */
+static size_t tcp_pend_iov(struct ctx *c, struct flow *fl, struct iovec *iov,
+			   size_t *bytes)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	size_t n = 0, run = 0;
+	uint16_t i;
+
+	for (i = conn->pend_head; i != TCP_PEND_NONE; i = c->tcp.pend[i].next) {
+		iov[n].iov_base = (void *)c->tcp.pend[i].data;
+		iov[n++].iov_len = c->tcp.pend[i].len;
+	}
+	if (conn->ooo && !(conn->flags & TCP_C_GUEST_FIN))
+		n += tcp_ooo_run(c->tcp.ooo, conn,
+				 seq_add(conn->seq_from_guest, conn->pend_bytes),
+				 iov + n, TCP_IOV_MAX - n, &run);
+	*bytes = conn->pend_bytes + run;
+	return n;
+}
+
+/* tcp_flush_pending() - write the batch's in-order guest payload, and
+ * the queued out-of-order bytes it connects to, with one sendmsg() (more
+ * only for a run longer than TCP_IOV_MAX pieces); acknowledge only what
+ * the socket took. */
 static void tcp_flush_pending(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	struct iovec iov[TCP_PEND_MAX];
+	struct iovec iov[TCP_IOV_MAX];
 	struct msghdr mh = { .msg_iov = iov };
-	uint16_t i;
+	size_t total;
 	ssize_t w;
 
-	if (conn->pend_head == TCP_PEND_NONE)
-		return;
-	for (i = conn->pend_head; i != TCP_PEND_NONE; i = c->tcp.pend[i].next) {
-		iov[mh.msg_iovlen].iov_base = (void *)c->tcp.pend[i].data;
-		iov[mh.msg_iovlen++].iov_len = c->tcp.pend[i].len;
+	while ((mh.msg_iovlen = tcp_pend_iov(c, fl, iov, &total))) {
+		w = sendmsg(conn->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0)
+			w = 0;	/* EAGAIN, or an error EPOLLERR reports */
+		if ((size_t)w < total) {
+			c->tcp.st.short_writes++;
+			conn->flags |= TCP_C_WANT_OUT;
+			if (conn->flags & TCP_C_GUEST_FIN)  /* FIN not reached */
+				conn->flags &= (uint16_t)~TCP_C_GUEST_FIN;
+		}
+		conn->seq_from_guest = seq_add(conn->seq_from_guest,
+					       (uint32_t)w);
+		conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
+		conn->pend_bytes = 0;
+		conn->flags |= TCP_C_ACK_NOW;
+		if (conn->ooo && tcp_ooo_advance(c->tcp.ooo, conn,
+						 conn->seq_from_guest)) {
+			/* A FIN queued out of order is reached. */
+			conn->flags |= TCP_C_GUEST_FIN;
+			conn->seq_fin_from_guest = conn->seq_from_guest;
+		}
+		if ((size_t)w < total || !conn->ooo)
+			break;
 	}
-	w = sendmsg(conn->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (w < 0)
-		w = 0;		/* EAGAIN, or an error EPOLLERR reports */
-	if ((size_t)w < conn->pend_bytes) {
-		c->tcp.st.short_writes++;
-		conn->flags |= TCP_C_WANT_OUT;
-		if (conn->flags & TCP_C_GUEST_FIN)	/* FIN not reached */
-			conn->flags &= (uint16_t)~TCP_C_GUEST_FIN;
+}
+
+/* tcp_fin_to_host() - pass the guest's FIN on once every byte before it
+ * is written. */
+static void tcp_fin_to_host(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	(void)c;
+	if ((conn->flags & TCP_C_GUEST_FIN) && !(conn->flags & TCP_C_SHUT_WR) &&
+	    seq_eq(conn->seq_from_guest, conn->seq_fin_from_guest)) {
+		shutdown(conn->sock, SHUT_WR);
+		conn->flags |= TCP_C_SHUT_WR | TCP_C_ACK_NOW;
+		conn->seq_from_guest = seq_add(conn->seq_from_guest, 1);
 	}
-	conn->seq_from_guest = seq_add(conn->seq_from_guest, (uint32_t)w);
-	conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
-	conn->pend_bytes = 0;
-	conn->flags |= TCP_C_ACK_NOW;
 }
 
 /* tcp_conn_finished() - close when both directions are through: our
@@ -630,17 +703,15 @@ static void tcp_batch_end(struct ctx *c, struct flow *fl)
 	bool announce;
 
 	tcp_flush_pending(c, fl);
-	if ((conn->flags & TCP_C_GUEST_FIN) && !(conn->flags & TCP_C_SHUT_WR) &&
-	    seq_eq(conn->seq_from_guest, conn->seq_fin_from_guest)) {
-		shutdown(conn->sock, SHUT_WR);
-		conn->flags |= TCP_C_SHUT_WR | TCP_C_ACK_NOW;
-		conn->seq_from_guest = seq_add(conn->seq_from_guest, 1);
-	}
+	tcp_fin_to_host(c, fl);
 	if (conn->consume)
 		tcp_consume(c, fl);
 	else
 		tcp_clamp_update(c, fl, false);
 	announce = tcp_wnd_refresh(c, fl);
+	if (conn->ooo && tcp_ooo_continues(c->tcp.ooo, conn,
+					   conn->seq_from_guest))
+		conn->flags |= TCP_C_WANT_OUT;	/* in order, not yet written */
 	if ((conn->flags & TCP_C_ACK_NOW) || announce)
 		tcp_send_flags(c, fl, TCP_F_ACK);
 	if (conn->flags & TCP_C_TX_NOW)
@@ -714,14 +785,29 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 		return;
 	if (events & EPOLLRDHUP)
 		conn->flags |= TCP_C_SOCK_EOF;
-	if ((events & EPOLLOUT) && tcp_wnd_refresh(c, fl)) {
-		c->tcp.st.wnd_updates++;
-		tcp_send_flags(c, fl, TCP_F_ACK);
+	if (events & EPOLLOUT) {
+		/* Room again: queued bytes a short write left behind go
+		 * first, then the guest hears about the window. */
+		conn->flags &= (uint16_t)~TCP_C_ACK_NOW;
+		if (conn->ooo) {
+			tcp_flush_pending(c, fl);
+			tcp_fin_to_host(c, fl);
+		}
+		if (tcp_wnd_refresh(c, fl)) {
+			c->tcp.st.wnd_updates++;
+			conn->flags |= TCP_C_ACK_NOW;
+		}
+		if (conn->flags & TCP_C_ACK_NOW)
+			tcp_send_flags(c, fl, TCP_F_ACK);
+		conn->flags &= (uint16_t)~(TCP_C_ACK_NOW | TCP_C_WANT_OUT);
+		if (conn->ooo && tcp_ooo_continues(c->tcp.ooo, conn,
+						   conn->seq_from_guest))
+			conn->flags |= TCP_C_WANT_OUT;
+		if (tcp_conn_finished(c, fl))
+			return;
 	}
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
 		tcp_data_to_guest(c, fl);
-	if (events & EPOLLOUT)
-		conn->flags &= (uint16_t)~TCP_C_WANT_OUT;
 	tcp_events_update(c, fl);
 }
 
@@ -806,4 +892,17 @@ void tcp_stats_log(const struct ctx *c)
 	     (unsigned long long)s->clamp_sets,
 	     (unsigned long long)s->clamp_fallbacks,
 	     (unsigned long long)s->timeouts);
+	if (c->tcp.ooo) {
+		const struct tcp_ooo_stats *o = &c->tcp.ooo->st;
+
+		info("stats: tcp ooo segments %llu bytes %llu delivered %llu "
+		     "drops full/reach %llu/%llu sack acks %llu blocks %u "
+		     "peak %u",
+		     (unsigned long long)o->segs, (unsigned long long)o->bytes,
+		     (unsigned long long)o->delivered,
+		     (unsigned long long)o->full_drops,
+		     (unsigned long long)o->reach_drops,
+		     (unsigned long long)o->sack_sent, o->blks_used,
+		     o->blks_peak);
+	}
 }

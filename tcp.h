@@ -10,6 +10,7 @@
 
 struct ctx;
 struct pkt;
+struct tcp_ooo_pool;
 
 /* Guest payload slices waiting for the end-of-batch sendmsg(): at most
  * one per frame of an input batch (RX_FRAMES_MAX, checked in tcp.c). */
@@ -41,6 +42,7 @@ struct tcp_state {
 	uint16_t dirty_n;
 	struct tcp_pend pend[TCP_PEND_MAX];
 	uint32_t dirty[TCP_DIRTY_MAX];	/* flow indices with batch work */
+	struct tcp_ooo_pool *ooo;	/* out-of-order queue (tcp_ooo.c) */
 	struct tcp_stats st;
 };
 

@@ -74,6 +74,7 @@ enum tcp_cstate {
 #define TCP_C_FWD		0x1000	/* host-initiated (port forwarding) */
 #define TCP_C_WANT_OUT		0x2000	/* EPOLLOUT: tell the guest when it drains */
 #define TCP_C_NO_EP		0x4000	/* socket removed from epoll (both shut) */
+#define TCP_C_SACK		0x8000	/* guest agreed to SACK (RFC 2018) */
 
 #define TCP_PEND_NONE	UINT16_MAX
 
@@ -86,7 +87,8 @@ struct tcp_conn {
 	uint8_t ws_to_guest;		/* our window scale towards the guest */
 	uint8_t retries;		/* consecutive timeouts */
 	uint8_t dup_acks;		/* duplicate ACKs from the guest */
-	uint8_t pad_;
+	uint8_t ooo;			/* out-of-order queue slot + 1, 0: none
+					 * (tcp_ooo.c) */
 	uint16_t mss_to_guest;		/* payload bytes per segment to guest */
 	uint16_t mss_host;		/* TCP_MAXSEG of the socket */
 

@@ -55,6 +55,7 @@
 #include "log.h"
 #include "pkt.h"
 #include "tcp_conn.h"
+#include "tcp_ooo.h"
 #include "util.h"
 
 #define TCP_SEG_BATCH	128		/* segments per socket read */
@@ -141,14 +142,16 @@ static void tcp_csum_fill(const struct flow *fl, uint8_t *t, size_t l4len)
 }
 
 /* tcp_syn_opts() - options of our SYN / SYN-ACK: MSS (what the guest may
- * send us: its MTU, and the host path's MSS once known) and window scale
- * when the guest offered one. Returns the option length. */
+ * send us: its MTU, and the host path's MSS once known), window scale
+ * when the guest offered one, SACK-permitted in our SYN and, when the
+ * guest's SYN had it, in the SYN-ACK. Returns the option length (<= 12). */
 static size_t tcp_syn_opts(const struct ctx *c, const struct flow *fl,
 			   const struct tcp_conn *conn, uint8_t *o)
 {
 	size_t l3 = flow_v4(fl) ? IP4_HLEN : IP6_HLEN;
 	unsigned int mtu = c->conf.mtu ? c->conf.mtu : 1500;
 	uint32_t mss = mtu - l3 - TCP_HLEN;
+	size_t n;
 
 	if (conn->mss_host)
 		mss = MIN(mss, conn->mss_host);
@@ -156,13 +159,20 @@ static size_t tcp_syn_opts(const struct ctx *c, const struct flow *fl,
 	o[0] = 2;
 	o[1] = 4;
 	wr16(o + 2, (uint16_t)mss);
-	if (!conn->ws_to_guest && !(conn->flags & TCP_C_FWD))
-		return 4;
-	o[4] = 1;			/* NOP */
-	o[5] = 3;
-	o[6] = 3;
-	o[7] = conn->ws_to_guest;
-	return 8;
+	n = 4;
+	if (conn->ws_to_guest || (conn->flags & TCP_C_FWD)) {
+		o[n++] = 1;		/* NOP */
+		o[n++] = 3;
+		o[n++] = 3;
+		o[n++] = conn->ws_to_guest;
+	}
+	if (conn->state == TCP_CS_SYN_TO_GUEST || (conn->flags & TCP_C_SACK)) {
+		o[n++] = 1;		/* NOP, NOP, SACK-permitted */
+		o[n++] = 1;
+		o[n++] = 4;
+		o[n++] = 2;
+	}
+	return n;
 }
 
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags)
@@ -170,12 +180,17 @@ bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags)
 	struct tcp_conn *conn = conn_of(fl);
 	seq_t seq = (flags & TCP_F_SYN) ? conn->isn_to_guest
 					: conn->seq_to_guest;
-	uint8_t opts[8];
+	uint8_t opts[40];
 	size_t optlen = 0, len;
 	uint8_t *f, *t;
 
 	if (flags & TCP_F_SYN)
 		optlen = tcp_syn_opts(c, fl, conn, opts);
+	else if (flags == TCP_F_ACK && conn->ooo && (conn->flags & TCP_C_SACK))
+		optlen = tcp_ooo_sack(c->tcp.ooo, conn, conn->seq_from_guest,
+				      opts);
+	if (optlen && !(flags & TCP_F_SYN))
+		c->tcp.ooo->st.sack_sent++;
 	len = tcp_hdr_len(fl) + optlen;
 	if (!(f = tap_tx_reserve(c, len)))
 		return false;
