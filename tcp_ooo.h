@@ -54,7 +54,7 @@ struct tcp_ooo_q {
 struct tcp_ooo_stats {
 	uint64_t segs;			/* segments queued */
 	uint64_t bytes;			/* bytes queued (new ones) */
-	uint64_t delivered;		/* queued bytes written in order */
+	uint64_t delivered;		/* queued bytes the stream passed */
 	uint64_t full_drops;		/* pool, slot or range limit */
 	uint64_t reach_drops;		/* beyond TCP_OOO_REACH */
 	uint64_t sack_sent;		/* ACKs carrying SACK blocks */

@@ -15,6 +15,7 @@
 #include "nat.h"
 #include "pkt.h"
 #include "tcp_conn.h"
+#include "tcp_ooo.h"
 #include "unit.h"
 #include "util.h"
 
@@ -139,6 +140,7 @@ static void tcp_test_free(struct ctx *c)
 		nx = flow_next(&c->flows, fl);
 		tcp_conn_close(c, fl, true);
 	}
+	tcp_ooo_pool_free(c->tcp.ooo);
 	close(c->epfd);
 	test_ctx_free(c);
 }
@@ -365,6 +367,173 @@ TEST(tcp_guest_never_completes_handshake)
 	CHECK_EQ(synacks, 1 + TCP_SYN_RETRIES);
 	CHECK_EQ(recv(a, b, sizeof(b), 0), -1);
 	CHECK_EQ(errno, ECONNRESET);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* sack_of() - the SACK blocks of segment p, relative to base, into b[];
+ * returns their count, 0 without a SACK option, -1 if malformed. */
+static int sack_of(const struct pkt *p, uint32_t base, uint32_t *b)
+{
+	const uint8_t *o = p->l4 + TCP_HLEN;
+	size_t len = p->tcp.doff - TCP_HLEN, i = 0, k;
+
+	while (i < len && o[i] == 1)
+		i++;
+	if (i == len)
+		return 0;
+	if (o[i] != 5 || len - i < 2 || o[i + 1] > len - i ||
+	    (o[i + 1] - 2) % 8)
+		return -1;
+	for (k = 0; k < (size_t)(o[i + 1] - 2) / 4; k++)
+		b[k] = rd32(o + i + 2 + k * 4) - base;
+	return (o[i + 1] - 2) / 8;
+}
+
+/* recv_all() - what the host peer can read now (non-blocking). */
+static ssize_t recv_all(int a, uint8_t *buf, size_t size)
+{
+	ssize_t n, got = 0;
+
+	while ((size_t)got < size &&
+	       (n = recv(a, buf + got, size - (size_t)got, MSG_DONTWAIT)) > 0)
+		got += n;
+	return got;
+}
+
+/* handshake_sack() - handshake() with SACK-permitted in the guest's SYN;
+ * the SYN-ACK must carry it too. */
+static int handshake_sack(struct tguest *g, int ls)
+{
+	static const uint8_t opts[] = { 2, 4, 0x05, 0xb4, 1, 3, 3, 7,
+					1, 1, 4, 2 };
+	struct pkt p;
+	int a;
+
+	test_tx_reset(g->c);
+	g->seq = 1000;
+	guest_send(g, TCP_F_SYN, NULL, 0, opts, sizeof(opts));
+	pump(g->c, 2000, 1);
+	if (!seg_at(g->c, 0, &p) || !p.tcp.has_sack_perm)
+		return -1;
+	g->ack = p.tcp.seq + 1;
+	a = accept(ls, NULL, NULL);
+	guest_send(g, TCP_F_ACK, NULL, 0, NULL, 0);
+	test_tx_reset(g->c);
+	return a;
+}
+
+/* send_at() - guest data [off, off + len) of data[], stream base + off. */
+static void send_at(struct tguest *g, uint32_t base, const uint8_t *data,
+		    uint32_t off, uint32_t len, uint8_t flags)
+{
+	uint32_t saved = g->seq;
+
+	g->seq = base + off;
+	guest_send(g, TCP_F_ACK | flags, data + off, len, NULL, 0);
+	g->seq = saved;
+}
+
+TEST(tcp_ooo_sack_and_hole_fill)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40010 };
+	static uint8_t data[5000], got[5000];
+	uint32_t b[8], base;
+	struct pkt p;
+	size_t i;
+	int ls = listener(false, &g.dport), a;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 31 + 7);
+	a = handshake_sack(&g, ls);
+	CHECK(a >= 0);
+	base = g.seq;
+	/* [0, 1000) lost: each later segment gets a duplicate ACK at once,
+	 * with the blocks received so far, newest first */
+	send_at(&g, base, data, 1000, 1000, 0);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, base);
+	CHECK_EQ(sack_of(&p, base, b), 1);
+	CHECK(b[0] == 1000 && b[1] == 2000);
+	send_at(&g, base, data, 3000, 1000, 0);
+	CHECK(seg_at(c, 1, &p));
+	CHECK_EQ(p.tcp.ack, base);
+	CHECK_EQ(sack_of(&p, base, b), 2);
+	CHECK(b[0] == 3000 && b[1] == 4000 && b[2] == 1000 && b[3] == 2000);
+	CHECK_EQ(recv_all(a, got, sizeof(got)), 0);	/* nothing written */
+	/* a duplicate of a queued segment changes nothing */
+	send_at(&g, base, data, 1000, 1000, 0);
+	CHECK(seg_at(c, 2, &p));
+	CHECK_EQ(sack_of(&p, base, b), 2);
+	CHECK(b[0] == 1000 && b[2] == 3000);
+	/* the hole: written together with the run it connects to */
+	test_tx_reset(c);
+	send_at(&g, base, data, 0, 1000, 0);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, base + 2000);
+	CHECK_EQ(sack_of(&p, base, b), 1);
+	CHECK(b[0] == 3000 && b[1] == 4000);
+	CHECK_EQ(recv_all(a, got, sizeof(got)), 2000);
+	CHECK(!memcmp(got, data, 2000));
+	/* an overlapping retransmission closes the last hole */
+	test_tx_reset(c);
+	send_at(&g, base, data, 1500, 2000, 0);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, base + 4000);
+	CHECK_EQ(sack_of(&p, base, b), 0);
+	CHECK_EQ(recv_all(a, got, sizeof(got)), 2000);
+	CHECK(!memcmp(got, data + 2000, 2000));
+	CHECK_EQ(c->tcp.ooo->st.blks_used, 0);
+
+	/* a reset connection frees its queue */
+	send_at(&g, base, data, 4500, 500, 0);
+	CHECK(c->tcp.ooo->st.blks_used > 0);
+	g.seq = base + 4000;
+	guest_send(&g, TCP_F_RST, NULL, 0, NULL, 0);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	CHECK_EQ(c->tcp.ooo->st.blks_used, 0);
+	CHECK(!c->tcp.ooo->q[0].used);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+TEST(tcp_ooo_without_sack_and_fin)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40011 };
+	static uint8_t data[3000], got[4000];
+	uint32_t isn, base;
+	struct pkt p;
+	size_t i;
+	int ls = listener(true, &g.dport), a;
+
+	g.v6 = true;
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 17 + 3);
+	a = handshake(&g, ls, &isn);	/* no SACK-permitted */
+	CHECK(a >= 0);
+	base = g.seq;
+	/* the tail and the FIN arrive first: queued, plain duplicate ACK */
+	send_at(&g, base, data, 2000, 1000, TCP_F_FIN);
+	send_at(&g, base, data, 1000, 1000, 0);
+	CHECK_EQ(test_tx_n(c), 2);
+	CHECK(seg_at(c, 1, &p));
+	CHECK_EQ(p.tcp.ack, base);
+	CHECK_EQ(p.tcp.doff, TCP_HLEN);
+	CHECK_EQ(recv_all(a, got, sizeof(got)), 0);
+	/* the hole fills: all of it, then the FIN, one ACK for both */
+	test_tx_reset(c);
+	send_at(&g, base, data, 0, 1000, 0);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, base + 3001);
+	CHECK_EQ(recv(a, got, sizeof(got), MSG_WAITALL), 3000);
+	CHECK(!memcmp(got, data, 3000));
+	CHECK_EQ(recv(a, got, sizeof(got), 0), 0);	/* EOF */
+	CHECK_EQ(c->tcp.ooo->st.blks_used, 0);
 	close(a);
 	close(ls);
 	tcp_test_free(c);
