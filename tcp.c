@@ -458,6 +458,66 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	}
 }
 
+/* tcp_pend_iov() - iovecs for the batch's in-order slices, followed by
+ * the out-of-order queue's run that continues them (unless the guest's
+ * FIN ends the stream there). Returns the count; *bytes their total. */
+static size_t tcp_pend_iov(struct ctx *c, struct flow *fl, struct iovec *iov,
+			   size_t *bytes)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	size_t n = 0, run = 0;
+	uint16_t i;
+
+	for (i = conn->pend_head; i != TCP_PEND_NONE; i = c->tcp.pend[i].next) {
+		iov[n].iov_base = (void *)c->tcp.pend[i].data;
+		iov[n++].iov_len = c->tcp.pend[i].len;
+	}
+	if (conn->ooo && !(conn->flags & TCP_C_GUEST_FIN))
+		n += tcp_ooo_run(c->tcp.ooo, conn,
+				 seq_add(conn->seq_from_guest, conn->pend_bytes),
+				 iov + n, TCP_IOV_MAX - n, &run);
+	*bytes = conn->pend_bytes + run;
+	return n;
+}
+
+/* tcp_flush_pending() - write the batch's in-order guest payload, and
+ * the queued out-of-order bytes it connects to, with one sendmsg() (more
+ * only for a run longer than TCP_IOV_MAX pieces); acknowledge only what
+ * the socket took. */
+static void tcp_flush_pending(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	struct iovec iov[TCP_IOV_MAX];
+	struct msghdr mh = { .msg_iov = iov };
+	size_t total;
+	ssize_t w;
+
+	while ((mh.msg_iovlen = tcp_pend_iov(c, fl, iov, &total))) {
+		w = sendmsg(conn->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0)
+			w = 0;	/* EAGAIN, or an error EPOLLERR reports */
+		if ((size_t)w < total) {
+			c->tcp.st.short_writes++;
+			conn->flags |= TCP_C_WANT_OUT;
+			if (conn->flags & TCP_C_GUEST_FIN)  /* FIN not reached */
+				conn->flags &= (uint16_t)~TCP_C_GUEST_FIN;
+		}
+		conn->seq_from_guest = seq_add(conn->seq_from_guest,
+					       (uint32_t)w);
+		conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
+		conn->pend_bytes = 0;
+		conn->flags |= TCP_C_ACK_NOW;
+		if (conn->ooo && tcp_ooo_advance(c->tcp.ooo, conn,
+						 conn->seq_from_guest)) {
+			/* A FIN queued out of order is reached. */
+			conn->flags |= TCP_C_GUEST_FIN;
+			conn->seq_fin_from_guest = conn->seq_from_guest;
+		}
+		if ((size_t)w < total || !conn->ooo)
+			break;
+	}
+}
+
 /* tcp_data_input() - the guest's payload and FIN: in-order bytes are
  * queued for the end-of-batch write; old bytes (retransmissions, window
  * probes, keepalives) get an ACK at the end of the batch. Bytes beyond a
@@ -488,6 +548,11 @@ static enum drop_reason tcp_data_input(struct ctx *c, struct flow *fl,
 		 * report). */
 		if (!len && !(t->flags & TCP_F_FIN))
 			return DROP_NONE;
+		/* In-order bytes of this batch go out first: the ACK must
+		 * cover them, or the guest takes them for lost (its SACK
+		 * scoreboard sees blocks beyond an ACK that lags). */
+		if (conn->pend_bytes)
+			tcp_flush_pending(c, fl);
 		if (len)
 			r = tcp_ooo_insert(c->tcp.ooo, conn,
 					   conn->seq_from_guest, seq,
@@ -605,66 +670,6 @@ enum drop_reason tcp_input(struct ctx *c, const struct pkt *p)
 		return tcp_conn_open(c, p, &k);
 	tcp_rst_reply(c, p);
 	return DROP_NO_FLOW;
-}
-
-/* tcp_pend_iov() - iovecs for the batch's in-order slices, followed by
- * the out-of-order queue's run that continues them (unless the guest's
- * FIN ends the stream there). Returns the count; *bytes their total. */
-static size_t tcp_pend_iov(struct ctx *c, struct flow *fl, struct iovec *iov,
-			   size_t *bytes)
-{
-	struct tcp_conn *conn = conn_of(fl);
-	size_t n = 0, run = 0;
-	uint16_t i;
-
-	for (i = conn->pend_head; i != TCP_PEND_NONE; i = c->tcp.pend[i].next) {
-		iov[n].iov_base = (void *)c->tcp.pend[i].data;
-		iov[n++].iov_len = c->tcp.pend[i].len;
-	}
-	if (conn->ooo && !(conn->flags & TCP_C_GUEST_FIN))
-		n += tcp_ooo_run(c->tcp.ooo, conn,
-				 seq_add(conn->seq_from_guest, conn->pend_bytes),
-				 iov + n, TCP_IOV_MAX - n, &run);
-	*bytes = conn->pend_bytes + run;
-	return n;
-}
-
-/* tcp_flush_pending() - write the batch's in-order guest payload, and
- * the queued out-of-order bytes it connects to, with one sendmsg() (more
- * only for a run longer than TCP_IOV_MAX pieces); acknowledge only what
- * the socket took. */
-static void tcp_flush_pending(struct ctx *c, struct flow *fl)
-{
-	struct tcp_conn *conn = conn_of(fl);
-	struct iovec iov[TCP_IOV_MAX];
-	struct msghdr mh = { .msg_iov = iov };
-	size_t total;
-	ssize_t w;
-
-	while ((mh.msg_iovlen = tcp_pend_iov(c, fl, iov, &total))) {
-		w = sendmsg(conn->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w < 0)
-			w = 0;	/* EAGAIN, or an error EPOLLERR reports */
-		if ((size_t)w < total) {
-			c->tcp.st.short_writes++;
-			conn->flags |= TCP_C_WANT_OUT;
-			if (conn->flags & TCP_C_GUEST_FIN)  /* FIN not reached */
-				conn->flags &= (uint16_t)~TCP_C_GUEST_FIN;
-		}
-		conn->seq_from_guest = seq_add(conn->seq_from_guest,
-					       (uint32_t)w);
-		conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
-		conn->pend_bytes = 0;
-		conn->flags |= TCP_C_ACK_NOW;
-		if (conn->ooo && tcp_ooo_advance(c->tcp.ooo, conn,
-						 conn->seq_from_guest)) {
-			/* A FIN queued out of order is reached. */
-			conn->flags |= TCP_C_GUEST_FIN;
-			conn->seq_fin_from_guest = conn->seq_from_guest;
-		}
-		if ((size_t)w < total || !conn->ooo)
-			break;
-	}
 }
 
 /* tcp_fin_to_host() - pass the guest's FIN on once every byte before it
