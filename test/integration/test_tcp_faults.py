@@ -12,8 +12,10 @@ Guest -> host data under loss goes through the out-of-order queue
 segments were queued out of order and SACK blocks went out, and that no
 segment was refused for lack of queue space. Before the queue, every
 lost guest segment made the guest resend the rest of its window (32 MiB
-took 30 s to >120 s); now 32 MiB takes about 2 s with the ASan build.
-FERRY_FAULT_BIG (bytes, default 256 MiB) sizes the large upload.
+took 30 s to >120 s); now 32 MiB takes about 2 s with the ASan build, and
+the large upload, 1 GiB as the issue asks, about 10 s (8 s with an -O2
+build with fault injection: the Python endpoints set the pace).
+FERRY_FAULT_BIG (bytes) overrides its size.
 """
 import os
 import re
@@ -27,7 +29,7 @@ from tcp_util import check_transfer
 
 MiB = 1 << 20
 SIZE = int(os.environ.get("FERRY_FAULT_SIZE", 32 * MiB))
-BIG = int(os.environ.get("FERRY_FAULT_BIG", 256 * MiB))
+BIG = int(os.environ.get("FERRY_FAULT_BIG", 1024 * MiB))
 OOO_STATS = (r"tcp ooo segments (\d+) bytes (\d+) delivered (\d+) drops "
              r"full/reach (\d+)/(\d+) sack acks (\d+)")
 FAULT_STATS = (r"fault from guest dropped (\d+) duplicated (\d+) reordered "
@@ -88,8 +90,10 @@ def test_tcp_lossy_link(ferry_ns, v6):
                                recv_opts=("--rate-log",))
     no_stall(rcv)
     st = fault_stats(f)
-    # Data frames went the transfer's way, ACKs the other: both lost some.
-    assert st[0] > 0 and st[3] > 0 and st[2] > 0 and st[5] > 0, st
+    # Data frames went the transfer's way: dropped and reordered ones. The
+    # ACKs the other way are few (a few hundred frames at 1%): at least
+    # one of them met a fault.
+    assert st[3] > 0 and st[5] > 0 and st[0] + st[2] > 0, st
 
 
 def test_tcp_lossy_link_mtu1500_dup(ferry_ns):
@@ -127,8 +131,8 @@ def test_tcp_lossy_upload_mtu1500_dup(ferry_ns):
 
 
 def test_tcp_lossy_upload_big(ferry_ns):
-    """A long upload (FERRY_FAULT_BIG, 256 MiB by default) at 1% loss and
-    reordering: no corruption, no stalled second, no queue overflow."""
+    """1 GiB up (FERRY_FAULT_BIG) at 1% loss and reordering both ways: no
+    corruption, no stalled second, no queue overflow."""
     f = ferry_ns(args=["--fault", "drop=10,reorder=10,seed=9", "-t", "none",
                        "-T", "none"])
     rcv, secs = check_transfer(f, False, "up", BIG, timeout=300,
