@@ -538,3 +538,128 @@ TEST(tcp_ooo_without_sack_and_fin)
 	close(ls);
 	tcp_test_free(c);
 }
+
+/* guest_batch() - segments [off[i], off[i] + len[i]) of data[] (stream
+ * base) as one input batch, like a tap read returning several frames. */
+static void guest_batch(struct tguest *g, uint32_t base, const uint8_t *data,
+			const uint32_t *off, const uint32_t *len, unsigned int n)
+{
+	struct rx_batch *rx = &g->c->link.rx;
+	uint8_t l4[TCP_HLEN + 1500];
+	uint32_t pos = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		memset(l4, 0, TCP_HLEN);
+		wr16(l4, g->sport);
+		wr16(l4 + 2, g->dport);
+		wr32(l4 + 4, base + off[i]);
+		wr32(l4 + 8, g->ack);
+		l4[12] = (TCP_HLEN / 4) << 4;
+		l4[13] = TCP_F_ACK;
+		wr16(l4 + 14, 65535);
+		memcpy(l4 + TCP_HLEN, data + off[i], len[i]);
+		rx->f[i].off = pos;
+		rx->f[i].len = (uint32_t)test_frame_ip4(rx->buf + pos,
+			"198.51.100.2", "198.51.100.1", IPPROTO_TCP, l4,
+			TCP_HLEN + len[i]);
+		pos += 2048;
+	}
+	rx->n = n;
+	tap_input(g->c);
+}
+
+TEST(tcp_ooo_batch_ack_covers_in_order_bytes)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40012 };
+	static const uint32_t off[] = { 0, 2000, 1000 }, len[] = { 1000,
+								   1000, 500 };
+	static uint8_t data[3000], got[3000];
+	uint32_t b[8], base;
+	struct pkt p;
+	size_t i;
+	int ls = listener(false, &g.dport), a;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 5 + 1);
+	a = handshake_sack(&g, ls);
+	CHECK(a >= 0);
+	base = g.seq;
+	/* in order, beyond a hole, in order again: the duplicate ACK of the
+	 * second segment already covers the first (written before it), and
+	 * the batch's final ACK the third */
+	guest_batch(&g, base, data, off, len, 3);
+	CHECK_EQ(test_tx_n(c), 2);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, base + 1000);
+	CHECK_EQ(sack_of(&p, base, b), 1);
+	CHECK(b[0] == 2000 && b[1] == 3000);
+	CHECK(seg_at(c, 1, &p));
+	CHECK_EQ(p.tcp.ack, base + 1500);
+	CHECK_EQ(sack_of(&p, base, b), 1);
+	CHECK_EQ(recv_all(a, got, sizeof(got)), 1500);
+	CHECK(!memcmp(got, data, 1500));
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+TEST(tcp_ooo_short_write_waits_for_room)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40013 };
+	static uint8_t data[256 << 10], got[256 << 10];
+	uint32_t base, acked = 0, off;
+	struct tcp_conn *conn;
+	struct timespec t0;
+	size_t i, n, have = 0;
+	int ls = listener(false, &g.dport), a, small = 4096;
+	struct pkt p;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 11 + (i >> 9));
+	setsockopt(ls, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	a = handshake_sack(&g, ls);
+	CHECK(a >= 0);
+	conn = FLOW_PRIV(flow_first(&c->flows, FLOW_TCP), struct tcp_conn);
+	setsockopt(conn->sock, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	base = g.seq;
+	/* everything but the first segment arrives first: queued */
+	for (off = 1460; off < sizeof(data); off += 1460)
+		send_at(&g, base, data, off,
+			MIN(1460u, (uint32_t)sizeof(data) - off), 0);
+	CHECK_EQ(tcp_ooo_queued(c->tcp.ooo, conn), sizeof(data) - 1460);
+	/* the hole: the socket takes only part; what it took is
+	 * acknowledged, nothing more */
+	test_tx_reset(c);
+	send_at(&g, base, data, 0, 1460, 0);
+	CHECK(seg_at(c, test_tx_n(c) - 1, &p));
+	CHECK_EQ(p.tcp.ack, conn->seq_from_guest.v);
+	CHECK(p.tcp.ack - base < sizeof(data));
+	CHECK(tcp_ooo_queued(c->tcp.ooo, conn) > 0);
+	CHECK(c->tcp.st.short_writes > 0);
+	/* the peer reads: the socket drains, ferry writes the rest on its
+	 * own (EPOLLOUT) and acknowledges it */
+	now_mono(&t0);
+	while (have < sizeof(data) && ts_ms_diff(&c->now, &t0) < 5000) {
+		have += (size_t)recv_all(a, got + have, sizeof(got) - have);
+		test_tx_reset(c);
+		pump(c, 20, 1);
+		for (i = 0, n = test_tx_n(c); i < n; i++)
+			if (seg_at(c, i, &p))
+				acked = p.tcp.ack - base;
+		/* acknowledged = written; the rest still queued */
+		CHECK(acked <= conn->seq_from_guest.v - base);
+		CHECK_EQ(conn->seq_from_guest.v - base +
+			 tcp_ooo_queued(c->tcp.ooo, conn), sizeof(data));
+	}
+	CHECK_EQ(have, sizeof(data));
+	CHECK(!memcmp(got, data, sizeof(data)));
+	CHECK_EQ(conn->seq_from_guest.v, base + sizeof(data));
+	CHECK_EQ(acked, sizeof(data));
+	CHECK_EQ(c->tcp.ooo->st.blks_used, 0);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
