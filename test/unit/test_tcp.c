@@ -43,16 +43,18 @@ struct tguest {
 	uint32_t seq, ack;	/* next seq we send, what we acknowledge */
 };
 
-static void guest_send(struct tguest *g, uint8_t flags, const void *data,
-		       size_t len, const uint8_t *opts, size_t optlen)
+/* guest_frame() - a frame from the guest at f: seq, flags, options,
+ * payload; returns its length. */
+static size_t guest_frame(struct tguest *g, uint8_t *f, uint32_t seq,
+			  uint8_t flags, const void *data, size_t len,
+			  const uint8_t *opts, size_t optlen)
 {
-	uint8_t l4[2048], f[2200];
-	size_t n;
+	uint8_t l4[2048];
 
 	memset(l4, 0, TCP_HLEN + optlen);
 	wr16(l4, g->sport);
 	wr16(l4 + 2, g->dport);
-	wr32(l4 + 4, g->seq);
+	wr32(l4 + 4, seq);
 	wr32(l4 + 8, (flags & TCP_F_ACK) ? g->ack : 0);
 	l4[12] = (uint8_t)(((TCP_HLEN + optlen) / 4) << 4);
 	l4[13] = flags;
@@ -61,10 +63,18 @@ static void guest_send(struct tguest *g, uint8_t flags, const void *data,
 		memcpy(l4 + TCP_HLEN, opts, optlen);
 	if (len)
 		memcpy(l4 + TCP_HLEN + optlen, data, len);
-	n = g->v6 ? test_frame_ip6(f, "2001:db8::2", "fe80::1", IPPROTO_TCP,
-				   l4, TCP_HLEN + optlen + len)
-		  : test_frame_ip4(f, "198.51.100.2", "198.51.100.1",
-				   IPPROTO_TCP, l4, TCP_HLEN + optlen + len);
+	return g->v6 ? test_frame_ip6(f, "2001:db8::2", "fe80::1", IPPROTO_TCP,
+				      l4, TCP_HLEN + optlen + len)
+		     : test_frame_ip4(f, "198.51.100.2", "198.51.100.1",
+				      IPPROTO_TCP, l4, TCP_HLEN + optlen + len);
+}
+
+static void guest_send(struct tguest *g, uint8_t flags, const void *data,
+		       size_t len, const uint8_t *opts, size_t optlen)
+{
+	uint8_t f[2200];
+	size_t n = guest_frame(g, f, g->seq, flags, data, len, opts, optlen);
+
 	test_input(g->c, f, n);
 	g->seq += (uint32_t)len + !!(flags & (TCP_F_SYN | TCP_F_FIN));
 }
@@ -545,25 +555,14 @@ static void guest_batch(struct tguest *g, uint32_t base, const uint8_t *data,
 			const uint32_t *off, const uint32_t *len, unsigned int n)
 {
 	struct rx_batch *rx = &g->c->link.rx;
-	uint8_t l4[TCP_HLEN + 1500];
-	uint32_t pos = 0;
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		memset(l4, 0, TCP_HLEN);
-		wr16(l4, g->sport);
-		wr16(l4 + 2, g->dport);
-		wr32(l4 + 4, base + off[i]);
-		wr32(l4 + 8, g->ack);
-		l4[12] = (TCP_HLEN / 4) << 4;
-		l4[13] = TCP_F_ACK;
-		wr16(l4 + 14, 65535);
-		memcpy(l4 + TCP_HLEN, data + off[i], len[i]);
-		rx->f[i].off = pos;
-		rx->f[i].len = (uint32_t)test_frame_ip4(rx->buf + pos,
-			"198.51.100.2", "198.51.100.1", IPPROTO_TCP, l4,
-			TCP_HLEN + len[i]);
-		pos += 2048;
+		rx->f[i].off = i * 2048;
+		rx->f[i].len = (uint32_t)guest_frame(g, rx->buf + i * 2048,
+						     base + off[i], TCP_F_ACK,
+						     data + off[i], len[i],
+						     NULL, 0);
 	}
 	rx->n = n;
 	tap_input(g->c);
