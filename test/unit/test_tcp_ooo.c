@@ -10,7 +10,7 @@
 #include "unit.h"
 #include "util.h"
 
-#define TEST_BYTES	(64u << 10)
+#define TEST_BYTES	(1u << 20)
 
 /* Stream content: byte at sequence s (relative to the stream's start). */
 static uint8_t pat(uint32_t rel)
@@ -21,10 +21,12 @@ static uint8_t pat(uint32_t rel)
 static uint8_t *stream(void)
 {
 	static uint8_t b[TEST_BYTES];
+	static bool done;
 	uint32_t i;
 
-	for (i = 0; i < TEST_BYTES; i++)
+	for (i = 0; !done && i < TEST_BYTES; i++)
 		b[i] = pat(i);
+	done = true;
 	return b;
 }
 
@@ -278,6 +280,95 @@ TEST(tcp_ooo_fin_reported_when_reached)
 	CHECK_EQ(bytes, 300);
 	CHECK(!tcp_ooo_advance(p, &conn, seq_add(isn, 700)));
 	CHECK(tcp_ooo_advance(p, &conn, seq_add(isn, 800)));
+	tcp_ooo_release(p, &conn);
+	CHECK_EQ(p->st.blks_used, 0);
+	tcp_ooo_pool_free(p);
+}
+
+/* model_sack_ok() - every SACK block is a whole queued range beyond ack
+ * (maximal: the bytes around it are not queued), no block twice. */
+static bool model_sack_ok(struct tcp_ooo_pool *p, struct tcp_conn *conn,
+			  seq_t isn, uint32_t ack, const uint8_t *have)
+{
+	uint32_t b[8];
+	int n = sack_blocks(p, conn, isn, seq_add(isn, ack), b), i, j;
+	uint32_t k;
+
+	if (n < 0)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (b[2 * i] <= ack || b[2 * i + 1] <= b[2 * i] ||
+		    b[2 * i + 1] > TEST_BYTES)
+			return false;
+		for (k = b[2 * i]; k < b[2 * i + 1]; k++)
+			if (!have[k])
+				return false;
+		if (have[b[2 * i] - 1] ||
+		    (b[2 * i + 1] < TEST_BYTES && have[b[2 * i + 1]]))
+			return false;
+		for (j = 0; j < i; j++)
+			if (b[2 * j] == b[2 * i])
+				return false;
+	}
+	return true;
+}
+
+/* A random walk against a byte map: random segments (overlapping,
+ * duplicate, beyond the end of earlier ones) and random partial writes
+ * of the in-order run, with a pool small enough to run out. After every
+ * step the queue holds exactly the bytes the model says, the run carries
+ * the stream's content, and the SACK blocks are sound. */
+TEST(tcp_ooo_random_against_model)
+{
+	struct tcp_ooo_pool *p = tcp_ooo_pool_new(8);
+	static uint8_t have[TEST_BYTES];
+	struct tcp_conn conn = { 0 };
+	seq_t isn = seq_make(0xfffe0000u);
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
+	uint32_t rcv = 0, step, k, queued;
+
+	memset(have, 0, sizeof(have));
+	for (step = 0; step < 20000 && rcv < TEST_BYTES - 4000; step++) {
+		uint32_t off, len;
+
+		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+		/* on a 100-byte grid: segments often abut exactly */
+		off = (rcv + 100 + (uint32_t)(rnd >> 33) % 40000) / 100 * 100;
+		len = 100 * (1 + (uint32_t)(rnd >> 20) % 30);
+		if (off + len > TEST_BYTES)
+			continue;
+		if ((rnd >> 60) < 12) {
+			if (ins(p, &conn, isn, seq_add(isn, rcv), off, len) ==
+			    DROP_NONE)
+				memset(have + off, 1, len);
+		} else {
+			/* tcp.c wrote some bytes at rcv (the hole), then
+			 * part of the run that continues them */
+			struct iovec iov[64];
+			size_t bytes, n, w;
+
+			len = 1 + len % 2000;
+			memset(have + rcv, 1, len);
+			n = tcp_ooo_run(p, &conn, seq_add(isn, rcv + len), iov,
+					64, &bytes);
+			for (k = 0, w = 0; k < n; w += iov[k++].iov_len)
+				CHECK(!memcmp(iov[k].iov_base,
+					      stream() + rcv + len + w,
+					      iov[k].iov_len));
+			CHECK_EQ(w, bytes);
+			for (k = rcv + len; k < TEST_BYTES && have[k]; k++)
+				;
+			CHECK_EQ(bytes, k - rcv - len);
+			rcv += len + (uint32_t)(bytes * ((rnd >> 8) % 4) / 3);
+			tcp_ooo_advance(p, &conn, seq_add(isn, rcv));
+		}
+		for (k = rcv, queued = 0; k < MIN(rcv + 45000, TEST_BYTES); k++)
+			queued += have[k];
+		CHECK_EQ(tcp_ooo_queued(p, &conn), queued);
+		CHECK(model_sack_ok(p, &conn, isn, rcv, have));
+	}
+	CHECK(step > 1000 && rcv > 100000);
+	CHECK(p->st.full_drops > 0);	/* the small pool ran out */
 	tcp_ooo_release(p, &conn);
 	CHECK_EQ(p->st.blks_used, 0);
 	tcp_ooo_pool_free(p);
