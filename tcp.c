@@ -133,10 +133,24 @@ void tcp_events_update(struct ctx *c, struct flow *fl)
 		    !(conn->flags & TCP_C_SHUT_WR))
 			want |= EPOLLOUT;
 	}
+	/* Edge-triggered: data ferry peeked at stays in the socket until the
+	 * guest acknowledges it, so a level-triggered EPOLLIN would fire on
+	 * every wait in between (a busy loop for the whole round trip). With
+	 * EPOLLET each arrival of new data wakes the loop once; whoever stops
+	 * reading with data left behind re-arms (tcp_events_rearm()) or waits
+	 * for the guest's ACK (TCP_C_STALLED, then TCP_C_TX_NOW). */
+	if (want)
+		want |= EPOLLET;
 	if (want == conn->ev)
 		return;
 	conn->ev = want;
 	ep_mod(c, conn->sock, want, ref);
+}
+
+void tcp_events_rearm(struct ctx *c, struct flow *fl)
+{
+	conn_of(fl)->ev = 0;	/* EPOLL_CTL_MOD polls the socket again */
+	tcp_events_update(c, fl);
 }
 
 void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)

@@ -135,6 +135,9 @@ struct pkt;
 int64_t tcp_now_ms(const struct ctx *c);
 void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
 void tcp_events_update(struct ctx *c, struct flow *fl);
+/* tcp_events_rearm() - re-register the socket's events so that epoll
+ * reports it again if it is ready now (the reader left data behind). */
+void tcp_events_rearm(struct ctx *c, struct flow *fl);
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
 struct tcp_view;
 void tcp_sock_opts(int s);

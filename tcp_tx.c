@@ -374,8 +374,10 @@ static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
 
 /* tcp_sendable() - bytes we may send now: unsent bytes in the socket
  * within the guest's window (and the peek fallback's reach). Sets or
- * clears STALLED; sends our FIN once the peer's EOF is reached. */
-static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip)
+ * clears STALLED; sends our FIN once the peer's EOF is reached. *avail
+ * gets the unsent bytes in the socket, window or not. */
+static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
+			   size_t *avail)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	uint32_t inflight = (uint32_t)seq_diff(conn->seq_to_guest,
@@ -397,7 +399,8 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip)
 			tcp_send_flags(c, fl, TCP_F_FIN | TCP_F_ACK);
 		return 0;
 	}
-	n = MIN((size_t)inq - *skip, (size_t)(wnd - inflight));
+	*avail = (size_t)inq - *skip;
+	n = MIN(*avail, (size_t)(wnd - inflight));
 	if (c->tcp.peek_off)
 		*skip = 0;
 	else if (*skip + n > reach)
@@ -420,13 +423,16 @@ static size_t tcp_seg_size(const struct ctx *c, const struct flow *fl)
 
 /* tcp_read_batch() - one MSG_PEEK read into freshly reserved frames.
  * Returns payload bytes queued to the guest, 0 when nothing was (empty,
- * window full, no room), -1 on a socket error. */
-static long tcp_read_batch(struct ctx *c, struct flow *fl)
+ * window full, no room), -1 on a socket error. *more is set when another
+ * read could send more now (bytes left in the socket and in the window,
+ * a window just filled, whose STALLED mark the next call sets, or the
+ * peer's EOF reached, whose FIN the next call sends). */
+static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	struct iovec iov[DISCARD_IOV + TCP_SEG_BATCH];
 	size_t hlen = tcp_hdr_len(fl), mss = tcp_seg_size(c, fl), skip = 0;
-	size_t n = tcp_sendable(c, fl, &skip), got, left;
+	size_t avail = 0, n = tcp_sendable(c, fl, &skip, &avail), got, left;
 	size_t lens[TCP_SEG_BATCH] = { 0 };
 	uint8_t *f[TCP_SEG_BATCH];
 	unsigned int nseg, i, ni = 0, keep;
@@ -458,6 +464,9 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl)
 	tcp_frames_fill(c, fl, f, lens, keep, got, mss);
 	tap_tx_commit_many(c, lens, keep);
 	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got);
+	*more = got == n && (n < avail || (conn->flags & TCP_C_SOCK_EOF) ||
+			     seq_diff(conn->seq_to_guest, conn->seq_acked_by_guest)
+			     >= (int32_t)conn->wnd_from_guest);
 	return (long)got;
 }
 
@@ -470,13 +479,20 @@ void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 	    (conn->flags & TCP_C_FIN_SENT) || !c->link.up)
 		return;
 	tcp_consume(c, fl);
-	/* Bounded: one busy connection cannot starve the loop. */
+	/* Bounded: one busy connection cannot starve the loop. A read that
+	 * took everything there was ends it without another SIOCINQ: new
+	 * data wakes the loop (EPOLLET, see tcp_events_update()). */
 	for (round = 0; round < 8; round++) {
-		long got = tcp_read_batch(c, fl);
+		bool more = false;
+		long got = tcp_read_batch(c, fl, &more);
 
 		if (got <= 0)
 			break;
 		conn->last_ms = tcp_now_ms(c);
+		if (!more)
+			break;
+		if (round == 7)		/* data left: come back for it */
+			tcp_events_rearm(c, fl);
 	}
 	if (!conn->timer_ms &&
 	    seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest))

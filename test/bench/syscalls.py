@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""syscalls.py - system calls per request/response exchange in ferry.
+
+Run by test/bench/syscalls.sh inside test/sandbox.sh. Starts ferry (ns
+mode, MTU 65520) the way bench.py does, the host-side servers of
+measure.py, then for each workload attaches `strace -c -f` to ferry while
+one client in the guest runs, and prints ferry's system calls per
+exchange, by name:
+
+  pp4, pp6    test/bench/pingpong.c, one 64-byte message in flight
+              (IPv4 through the gateway, IPv6 through fe80::1)
+  keep1       wrk -c1 keep-alive against nginx (one request in flight)
+  keep8       wrk -c8 keep-alive (the bench row's shape)
+  close8      wrk -c8 with Connection: close (the bench row's shape)
+
+The exchange count comes from the client (pingpong's count, wrk's
+requests). strace slows every call down, so rates printed here mean
+nothing; the counts per exchange are what to compare. epoll_wait per
+exchange is the number of loop wake-ups.
+
+Environment: FERRY_BIN (default ./ferry), SYSCALLS_TIME (seconds per
+workload, default 3), SYSCALLS_ONLY (regex on workload names).
+"""
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import backends  # noqa: E402
+import measure  # noqa: E402
+import procs  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def strace_summary(path):
+    """{syscall: calls} from an `strace -c` table."""
+    calls = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"\s*[0-9.]+\s+[0-9.]+\s+\d+\s+(\d+)\s+(?:(\d+)\s+)?(\w+)$",
+                             line)
+                if m and m.group(3) != "total":
+                    calls[m.group(3)] = int(m.group(1))
+    except OSError:
+        pass
+    return calls
+
+
+def workloads(be, secs, pingpong):
+    url = f"http://{be.server('4')}:{measure.HTTP_PORT}/"
+    wrk = ["wrk", "-t", "1", "-d", f"{secs}s", "--timeout", "2s"]
+    pp = [pingpong, "client"]
+    return [
+        ("pp4", pp + [be.server("4"), str(measure.PP_PORT), str(secs)], "pingpong"),
+        ("pp6", pp + [be.server("6"), str(measure.PP_PORT), str(secs)], "pingpong"),
+        ("keep1", wrk + ["-c", "1", url], "nginx"),
+        ("keep8", wrk + ["-c", "8", url], "nginx"),
+        ("close8", wrk + ["-c", "8", "-H", "Connection: close", url], "nginx"),
+    ]
+
+
+def exchanges(name, out):
+    if name.startswith("pp"):
+        m = re.search(r"count (\d+)", out)
+        return int(int(m.group(1)) / 0.9) if m else None	# + the warm-up
+    m = re.search(r"(\d+) requests in", out)
+    return int(m.group(1)) if m else None
+
+
+def main():
+    if os.environ.get("FERRY_SANDBOX") != "1":
+        raise SystemExit("syscalls.py must run inside test/sandbox.sh")
+    secs = int(os.environ.get("SYSCALLS_TIME", "3"))
+    only = os.environ.get("SYSCALLS_ONLY")
+    out = os.path.join(ROOT, "build", "bench", "syscalls")
+    os.makedirs(out, exist_ok=True)
+    pingpong = os.path.join(out, "pingpong")
+    r = procs.run(["cc", "-O2", "-o", pingpong,
+                   os.path.join(ROOT, "test", "bench", "pingpong.c")], timeout=60)
+    if r.returncode:
+        raise SystemExit("cannot build pingpong.c: " + r.stderr)
+    servers = measure.Servers(out, pingpong)
+    be = backends.Ferry(65520, out, os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry")))
+    be.start()
+    print(f"ferry pid {be.pid}; guest reaches the host at {be.addrs}", flush=True)
+    for name, argv, srv in workloads(be, secs, pingpong):
+        if only and not re.search(only, name):
+            continue
+        why = servers.ensure(srv)
+        if why:
+            print(f"{name}: {why}")
+            continue
+        log = os.path.join(out, f"strace-{name}.txt")
+        st = procs.start(["strace", "-c", "-f", "-o", log, "-p", str(be.pid)])
+        time.sleep(0.5)		# strace attaches (no readiness signal exists)
+        r = procs.run(be.guest(argv), timeout=secs + 30)
+        os.kill(st.pid, signal.SIGINT)	# detach: strace writes the table
+        try:
+            st.wait(timeout=10)
+        finally:
+            procs.stop(st)
+        n = exchanges(name, r.stdout)
+        calls = strace_summary(log)
+        if not n or not calls:
+            print(f"{name}: no result (exit {r.returncode}): {r.stdout[-200:]} {r.stderr[-200:]}")
+            continue
+        total = sum(calls.values())
+        parts = " ".join(f"{k} {v / n:.2f}" for k, v in
+                         sorted(calls.items(), key=lambda kv: -kv[1]) if v / n >= 0.01)
+        print(f"{name:7s} exchanges {n:7d}  syscalls/exchange {total / n:6.2f}: {parts}",
+              flush=True)
+    be.stop()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        procs.stop_all()
