@@ -65,6 +65,7 @@ struct ctx {
 	struct timespec now;		/* updated once per loop iteration */
 	struct timespec timer_due;	/* earliest module timer requested */
 	bool timer_armed;
+	uint64_t loop_iter;		/* loop iterations so far */
 
 	struct link link;		/* guest link and its frame batches */
 	struct stats stats;

@@ -176,6 +176,7 @@ void loop(struct ctx *c)
 		if (n < 0 && errno != EINTR)
 			die("epoll_wait: %s", strerror(errno));
 		now_mono(&c->now);
+		c->loop_iter++;
 		for (i = 0; i < n && !c->quit; i++) {
 			union eref ref = { .u64 = ev[i].data.u64 };
 

@@ -43,6 +43,10 @@ struct rx_batch {
 	size_t fill;			/* stream backends: bytes buffered */
 	size_t consumed;		/* stream: bytes of whole frames */
 	bool backlog;			/* stream: whole frames wait in buf */
+	bool more;			/* rx stopped before the fd was empty */
+	bool burst;			/* the last tap read found >1 frame */
+	unsigned int want;		/* frames rx may read (0: all it can) */
+	uint64_t iter;			/* loop iteration of the last read */
 	unsigned int n;
 	struct { uint32_t off, len; } f[RX_FRAMES_MAX]; /* frame, no prefix */
 };
@@ -50,8 +54,10 @@ struct rx_batch {
 struct link_ops {
 	const char *name;
 	size_t tx_prefix;		/* bytes before each frame */
-	/* Read available frames into c->link.rx; return frames read,
-	 * 0 when none are pending, -1 when the peer went away. */
+	/* Read available frames into c->link.rx, at most rx.want if the
+	 * backend reads frame by frame; return frames read, 0 when none are
+	 * pending, -1 when the peer went away. Sets rx.more when it stopped
+	 * at a limit rather than at an empty fd. */
 	int (*rx)(struct ctx *c);
 	/* Write queued frames; return 0, or -1 when the peer went away.
 	 * Must leave c->link.tx empty (dropping and counting frames it

@@ -21,10 +21,12 @@
 static int tapdev_rx(struct ctx *c)
 {
 	struct rx_batch *rx = &c->link.rx;
+	unsigned int want = rx->want ? rx->want : RX_FRAMES_MAX;
 	size_t off = 0;
 
 	rx->n = 0;
-	while (rx->n < RX_FRAMES_MAX && off + TAPDEV_SLOT <= RX_BUF_SIZE) {
+	rx->more = false;
+	while (rx->n < want && off + TAPDEV_SLOT <= RX_BUF_SIZE) {
 		ssize_t n = read(c->link.fd, rx->buf + off, TAPDEV_SLOT);
 
 		if (n < 0) {
@@ -42,6 +44,7 @@ static int tapdev_rx(struct ctx *c)
 		rx->n++;
 		off += ROUND_UP((size_t)n, 64);
 	}
+	rx->more = true;
 	return (int)rx->n;
 }
 

@@ -98,9 +98,11 @@ static int stream_rx(struct ctx *c)
 	 * reading before they are used up would fill the buffer (and a read
 	 * into no room returns 0, which looks like the peer closing). */
 	rx->n = 0;
+	rx->more = false;
 	if (!stream_index(rx))
 		return -1;
 	if (rx->n) {
+		rx->more = true;
 		stream_set_backlog(c, stream_whole_frame(rx));
 		return (int)rx->n;
 	}
@@ -122,10 +124,12 @@ static int stream_rx(struct ctx *c)
 		info("guest stream: %s", strerror(errno));
 		return -1;
 	}
+	rx->more = rx->fill + (size_t)n == RX_BUF_SIZE;	/* filled: read on */
 	rx->fill += (size_t)n;
 	if (!stream_index(rx))
 		return -1;
 	stream_set_backlog(c, stream_whole_frame(rx));
+	rx->more = rx->more || rx->backlog;
 	return (int)rx->n;
 }
 

@@ -84,7 +84,17 @@ int64_t tcp_now_ms(const struct ctx *c)
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms)
 {
 	conn->timer_ms = tcp_now_ms(c) + ms;
+	if (!c->tcp.scan_ms || conn->timer_ms < c->tcp.scan_ms)
+		c->tcp.scan_ms = conn->timer_ms;
 	timer_request(c, ms);
+}
+
+void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd)
+{
+	conn->ack_sent = conn->seq_from_guest;
+	conn->wnd_sent = wnd;
+	conn->ack_state = TCP_ACK_NONE;
+	conn->flags &= (uint16_t)~TCP_C_ACK_NOW;
 }
 
 void tcp_init(struct ctx *c)
@@ -520,7 +530,13 @@ static void tcp_flush_pending(struct ctx *c, struct flow *fl)
 					       (uint32_t)w);
 		conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
 		conn->pend_bytes = 0;
-		conn->flags |= TCP_C_ACK_NOW;
+		/* An ACK may wait (tcp_delack()) unless the socket refused
+		 * bytes or the out-of-order queue is in play: a guest in
+		 * loss recovery needs every ACK at once. */
+		if ((size_t)w < total || conn->ooo)
+			conn->flags |= TCP_C_ACK_NOW;
+		else if (conn->ack_state == TCP_ACK_NONE)
+			conn->ack_state = TCP_ACK_DUE;
 		if (conn->ooo && tcp_ooo_advance(c->tcp.ooo, conn,
 						 conn->seq_from_guest)) {
 			/* A FIN queued out of order is reached. */
@@ -701,6 +717,63 @@ static void tcp_fin_to_host(struct ctx *c, struct flow *fl)
 	}
 }
 
+/* tcp_delack() - acknowledge the guest data just written, now or a little
+ * later (RFC 9293 3.8.6.3, RFC 1122 4.2.3.2): in request/response traffic
+ * the host's answer follows within microseconds, and the ACK then rides
+ * on it instead of costing a frame (and a write) of its own. Only small
+ * amounts wait: at least one full segment, or a quarter of the window we
+ * offered, is acknowledged at once, so a bulk sender is never slowed and
+ * never waits for window. ACKs that must not wait (window updates, FIN,
+ * duplicates, old data, short writes) use TCP_C_ACK_NOW instead. */
+static void tcp_delack(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	struct tcp_state *ts = &c->tcp;
+	uint32_t unacked = (uint32_t)seq_diff(conn->seq_from_guest,
+					      conn->ack_sent);
+	unsigned int tail;
+
+	if (conn->ack_state == TCP_ACK_QUEUED)
+		return;
+	if (unacked >= tcp_mss_from_guest(c, fl) ||
+	    unacked >= conn->wnd_sent / 4 || ts->delack_n == TCP_DELACK_MAX) {
+		tcp_send_flags(c, fl, TCP_F_ACK);
+		return;
+	}
+	tail = (ts->delack_head + ts->delack_n++) % TCP_DELACK_MAX;
+	ts->delack[tail].idx = flow_idx(&c->flows, fl);
+	ts->delack[tail].due_ms = tcp_now_ms(c) + TCP_DELACK_MS;
+	conn->ack_state = TCP_ACK_QUEUED;
+	ts->st.acks_delayed++;
+	if (ts->delack_n == 1)
+		timer_request(c, TCP_DELACK_MS);
+}
+
+/* tcp_delack_run() - send the delayed ACKs whose time has come (those
+ * that host data carried meanwhile are gone from their connection). */
+static void tcp_delack_run(struct ctx *c, int64_t now)
+{
+	struct tcp_state *ts = &c->tcp;
+
+	while (ts->delack_n && ts->delack[ts->delack_head].due_ms <= now) {
+		struct flow *fl = flow_at(&c->flows,
+					  ts->delack[ts->delack_head].idx);
+
+		ts->delack_head = (uint16_t)((ts->delack_head + 1) %
+					     TCP_DELACK_MAX);
+		ts->delack_n--;
+		if (!fl || fl->f.type != FLOW_TCP ||
+		    conn_of(fl)->ack_state != TCP_ACK_QUEUED)
+			continue;
+		ts->st.acks_delack_timer++;
+		if (!tcp_send_flags(c, fl, TCP_F_ACK))
+			conn_of(fl)->ack_state = TCP_ACK_NONE;
+	}
+	if (ts->delack_n)
+		timer_request(c, MAX(ts->delack[ts->delack_head].due_ms - now,
+				     1));
+}
+
 /* tcp_conn_finished() - close when both directions are through: our
  * shutdown(SHUT_WR) done and our FIN acknowledged. Returns true if the
  * flow is gone. */
@@ -731,10 +804,16 @@ static void tcp_batch_end(struct ctx *c, struct flow *fl)
 	if (conn->ooo && tcp_ooo_continues(c->tcp.ooo, conn,
 					   conn->seq_from_guest))
 		conn->flags |= TCP_C_WANT_OUT;	/* in order, not yet written */
-	if ((conn->flags & TCP_C_ACK_NOW) || announce)
-		tcp_send_flags(c, fl, TCP_F_ACK);
+	if (announce)
+		conn->flags |= TCP_C_ACK_NOW;
+	/* Data first: its segments carry the ACK (tcp_ack_sent() clears
+	 * ACK_NOW and the due state), a pure ACK only when none went. */
 	if (conn->flags & TCP_C_TX_NOW)
 		tcp_data_to_guest(c, fl);
+	if (conn->flags & TCP_C_ACK_NOW)
+		tcp_send_flags(c, fl, TCP_F_ACK);
+	else if (conn->ack_state != TCP_ACK_NONE)
+		tcp_delack(c, fl);
 	conn->flags &= (uint16_t)~(TCP_C_ACK_NOW | TCP_C_TX_NOW);
 	if (tcp_conn_finished(c, fl))
 		return;
@@ -868,6 +947,13 @@ void tcp_timer(struct ctx *c)
 	int64_t now = tcp_now_ms(c), next = INT64_MAX;
 	struct flow *fl, *nx;
 
+	tcp_delack_run(c, now);
+	/* The scan of every connection only when one of their deadlines
+	 * (tcp_timer_set(), or the last scan's) is due, not for each
+	 * delayed ACK or other module's timer. */
+	if (!c->tcp.scan_ms || now < c->tcp.scan_ms)
+		return;
+	c->tcp.scan_ms = 0;
 	for (fl = flow_first(&c->flows, FLOW_TCP); fl; fl = nx) {
 		struct tcp_conn *conn = conn_of(fl);
 
@@ -890,8 +976,11 @@ void tcp_timer(struct ctx *c)
 			next = MIN(next, conn->timer_ms);
 		next = MIN(next, conn->last_ms + TCP_IDLE_MS);
 	}
-	if (next != INT64_MAX)
+	if (next != INT64_MAX) {
+		if (!c->tcp.scan_ms || next < c->tcp.scan_ms)
+			c->tcp.scan_ms = next;
 		timer_request(c, MAX(next - now, 1));
+	}
 }
 
 void tcp_stats_log(const struct ctx *c)
@@ -900,7 +989,8 @@ void tcp_stats_log(const struct ctx *c)
 
 	info("stats: tcp opened %llu refused %llu rst to/from guest %llu/%llu "
 	     "rewinds dupack/rto %llu/%llu short writes %llu wnd updates %llu "
-	     "clamp sets %llu fallbacks %llu timeouts %llu",
+	     "clamp sets %llu fallbacks %llu timeouts %llu "
+	     "acks delayed %llu sent by timer %llu",
 	     (unsigned long long)s->opened, (unsigned long long)s->refused,
 	     (unsigned long long)s->rst_to_guest,
 	     (unsigned long long)s->rst_from_guest,
@@ -910,7 +1000,9 @@ void tcp_stats_log(const struct ctx *c)
 	     (unsigned long long)s->wnd_updates,
 	     (unsigned long long)s->clamp_sets,
 	     (unsigned long long)s->clamp_fallbacks,
-	     (unsigned long long)s->timeouts);
+	     (unsigned long long)s->timeouts,
+	     (unsigned long long)s->acks_delayed,
+	     (unsigned long long)s->acks_delack_timer);
 	if (c->tcp.ooo) {
 		const struct tcp_ooo_stats *o = &c->tcp.ooo->st;
 

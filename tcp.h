@@ -16,6 +16,7 @@ struct tcp_ooo_pool;
  * one per frame of an input batch (RX_FRAMES_MAX, checked in tcp.c). */
 #define TCP_PEND_MAX	256
 #define TCP_DIRTY_MAX	256
+#define TCP_DELACK_MAX	512	/* delayed ACKs waiting; full: ACK at once */
 
 struct tcp_pend {
 	const uint8_t *data;
@@ -32,6 +33,9 @@ struct tcp_stats {
 	uint64_t wnd_updates;		/* window updates on socket drain */
 	uint64_t clamp_sets, clamp_fallbacks;
 	uint64_t timeouts;
+	uint64_t acks_delayed;		/* ACKs deferred (tcp_delack()) */
+	uint64_t acks_delack_timer;	/* ... sent alone when the delay ran
+					 * out: the rest rode on host data */
 };
 
 struct tcp_state {
@@ -43,6 +47,10 @@ struct tcp_state {
 	struct tcp_pend pend[TCP_PEND_MAX];
 	uint32_t dirty[TCP_DIRTY_MAX];	/* flow indices with batch work */
 	struct tcp_ooo_pool *ooo;	/* out-of-order queue (tcp_ooo.c) */
+	/* Delayed ACKs, a ring in deadline order (one fixed delay) */
+	struct { uint32_t idx; int64_t due_ms; } delack[TCP_DELACK_MAX];
+	uint16_t delack_head, delack_n;
+	int64_t scan_ms;		/* next per-connection timer scan */
 	struct tcp_stats st;
 };
 

@@ -113,6 +113,19 @@ struct tcp_conn {
 
 	int64_t timer_ms;		/* deadline on the tcp clock, 0: none */
 	int64_t last_ms;		/* last activity, for inactivity */
+
+	/* Our ACKs to the guest (delayed ACK, tcp.c) */
+	seq_t ack_sent;			/* ACK field of our last segment */
+	uint32_t wnd_sent;		/* window (bytes) of our last segment */
+	uint8_t ack_state;		/* enum tcp_ack_state */
+};
+
+/* An ACK for guest data written to the socket may wait a little for host
+ * data going the other way to carry it (tcp.c, tcp_delack()). */
+enum tcp_ack_state {
+	TCP_ACK_NONE = 0,	/* our last segment acknowledged everything */
+	TCP_ACK_DUE,		/* new guest data to acknowledge */
+	TCP_ACK_QUEUED,		/* ... and in the delayed-ACK queue */
 };
 
 struct ctx;
@@ -130,6 +143,7 @@ struct pkt;
 #define TCP_STUCK_MS		1000	/* zero-window detection delay */
 #define TCP_WS_TO_GUEST		9	/* our window scale: 32 MiB max */
 #define TCP_WND_SEGS		256	/* window to the guest: max segments */
+#define TCP_DELACK_MS		2	/* longest wait of a delayed ACK */
 
 /* tcp.c */
 int64_t tcp_now_ms(const struct ctx *c);
@@ -144,6 +158,9 @@ void tcp_sock_opts(int s);
 void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
 			  const struct tcp_view *t, bool v6);
 void tcp_established(struct ctx *c, struct flow *fl);
+/* tcp_ack_sent() - a segment carrying our current ACK and window is
+ * queued to the guest: nothing is left to acknowledge. */
+void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd);
 
 /* tcp_tx.c */
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);

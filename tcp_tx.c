@@ -107,7 +107,7 @@ static uint8_t *l3_build(struct ctx *c, const struct flow *fl, uint8_t *f,
 
 /* tcp_hdr_fill() - the TCP header at t: ports, seq, our ACK (when the ACK
  * flag is set), flags, data offset and our current window. */
-static void tcp_hdr_fill(const struct flow *fl, const struct tcp_conn *conn,
+static void tcp_hdr_fill(const struct flow *fl, struct tcp_conn *conn,
 			 uint8_t *t, seq_t seq, uint8_t flags, size_t optlen)
 {
 	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
@@ -122,6 +122,9 @@ static void tcp_hdr_fill(const struct flow *fl, const struct tcp_conn *conn,
 	t[12] = (uint8_t)(((TCP_HLEN + optlen) / 4) << 4);
 	t[13] = flags;
 	wr16(t + 14, (uint16_t)MIN(w, 65535u));
+	if (flags & TCP_F_ACK)
+		tcp_ack_sent(conn, (flags & TCP_F_SYN) ? MIN(w, 65535u) :
+				   MIN(w, 65535u) << conn->ws_to_guest);
 	wr16(t + 16, 0);
 	wr16(t + 18, 0);
 }

@@ -14,9 +14,12 @@ exchange, by name:
   close8      wrk -c8 with Connection: close (the bench row's shape)
 
 The exchange count comes from the client (pingpong's count, wrk's
-requests). strace slows every call down, so rates printed here mean
-nothing; the counts per exchange are what to compare. epoll_wait per
-exchange is the number of loop wake-ups.
+requests). strace slows every call down, so rates under it mean nothing, and
+work that normally takes two loop iterations can fall into one (the
+reply is there before ferry looks again); the counts per exchange are
+what to compare. So each workload first runs once without strace, which
+gives ferry's sleeps (voluntary context switches: the loop's wake-ups)
+and CPU time per exchange.
 
 Environment: FERRY_BIN (default ./ferry), SYSCALLS_TIME (seconds per
 workload, default 3), SYSCALLS_ONLY (regex on workload names).
@@ -63,6 +66,27 @@ def workloads(be, secs, pingpong):
     ]
 
 
+def ctxt_switches(pid):
+    """voluntary context switches of pid (the times it slept)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    return 0
+
+
+def untraced(be, name, argv, secs):
+    """One run without strace: ferry's wake-ups and CPU us per exchange."""
+    w0, c0 = ctxt_switches(be.pid), procs.cpu_seconds(be.pid)
+    r = procs.run(be.guest(argv), timeout=secs + 30)
+    w1, c1 = ctxt_switches(be.pid), procs.cpu_seconds(be.pid)
+    n = exchanges(name, r.stdout)
+    if not n:
+        return f"no result (exit {r.returncode})"
+    return (f"untraced: exchanges {n} ({n / secs:.0f}/s), ferry sleeps {(w1 - w0) / n:.2f} "
+            f"and CPU {(c1 - c0) * 1e6 / n:.1f} us per exchange")
+
+
 def exchanges(name, out):
     if name.startswith("pp"):
         m = re.search(r"count (\d+)", out)
@@ -94,6 +118,7 @@ def main():
         if why:
             print(f"{name}: {why}")
             continue
+        print(f"{name:7s} {untraced(be, name, argv, secs)}", flush=True)
         log = os.path.join(out, f"strace-{name}.txt")
         st = procs.start(["strace", "-c", "-f", "-o", log, "-p", str(be.pid)])
         time.sleep(0.5)		# strace attaches (no readiness signal exists)

@@ -105,6 +105,19 @@ static void pump(struct ctx *c, int ms, size_t want)
 	}
 }
 
+/* advance() - move the injected clock on by ms and run the TCP timers
+ * that are due (the loop would). */
+static void advance(struct ctx *c, int ms)
+{
+	c->now.tv_nsec += (long)ms * 1000000L;
+	while (c->now.tv_nsec >= 1000000000L) {
+		c->now.tv_sec++;
+		c->now.tv_nsec -= 1000000000L;
+	}
+	c->timer_armed = false;
+	tcp_timer(c);
+}
+
 /* last_seg() - parse the i-th frame to the guest (checksums verified). */
 static bool seg_at(struct ctx *c, size_t i, struct pkt *p)
 {
@@ -194,11 +207,16 @@ static void data_both_ways(bool v6)
 	a = handshake(&g, ls, &isn);
 	CHECK(a >= 0);
 
-	/* guest -> host: written, then acknowledged */
+	/* guest -> host: written, then acknowledged; a small write's ACK
+	 * waits for host data to carry it, and goes alone after the delay */
 	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "hello", 5, NULL, 0);
 	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 5);
 	CHECK(!memcmp(buf, "hello", 5));
+	CHECK_EQ(test_tx_n(c), 0);
+	advance(c, TCP_DELACK_MS + 1);
+	CHECK_EQ(test_tx_n(c), 1);
 	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.flags, TCP_F_ACK);
 	CHECK_EQ(p.tcp.ack, 1006);
 	CHECK(p.tcp.window > 0);
 
@@ -241,6 +259,87 @@ TEST(tcp_data_both_ways_v4)
 TEST(tcp_data_both_ways_v6)
 {
 	data_both_ways(true);
+}
+
+/* Delayed ACKs: a small request's ACK rides on the reply; whatever the
+ * guest's transmission depends on is acknowledged at once. */
+TEST(tcp_delayed_ack)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40006 };
+	static char seg[1460];
+	char buf[2048];
+	uint32_t isn, old;
+	struct pkt p;
+	int ls = listener(false, &g.dport), a;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	/* request, reply: one frame, the reply, acknowledging the request */
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "GET", 3, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 3);
+	CHECK_EQ(test_tx_n(c), 0);
+	CHECK_EQ(send(a, "reply", 5, 0), 5);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 5);
+	CHECK_EQ(p.tcp.ack, g.seq);
+	advance(c, TCP_DELACK_MS + 1);
+	CHECK_EQ(test_tx_n(c), 1);		/* no ACK of its own later */
+	CHECK_EQ(c->tcp.st.acks_delayed, 1);
+	CHECK_EQ(c->tcp.st.acks_delack_timer, 0);
+	g.ack += 5;
+
+	/* a full segment: acknowledged at once */
+	test_tx_reset(c);
+	guest_send(&g, TCP_F_ACK, seg, sizeof(seg), NULL, 0);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, g.seq);
+	CHECK_EQ(recv(a, buf, sizeof(seg), MSG_WAITALL), (ssize_t)sizeof(seg));
+
+	/* a retransmission of old data: acknowledged at once */
+	test_tx_reset(c);
+	old = g.seq;
+	g.seq -= 3;
+	guest_send(&g, TCP_F_ACK, "abc", 3, NULL, 0);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, old);
+
+	/* small data, then the FIN in the next batch: acknowledged at once,
+	 * and the delayed ACK queued before finds nothing left to send */
+	test_tx_reset(c);
+	g.seq = old;
+	guest_send(&g, TCP_F_ACK, "x", 1, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 0);
+	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, g.seq);
+	advance(c, TCP_DELACK_MS + 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	close(a);
+	test_tx_reset(c);
+	pump(c, 2000, 1);		/* our FIN for the closed socket */
+
+	/* small data waiting for its ACK, then a segment beyond a hole: the
+	 * duplicate ACK goes at once and covers the small data */
+	g.sport++;
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	guest_send(&g, TCP_F_ACK, "y", 1, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 0);
+	old = g.seq;
+	g.seq += 10;
+	guest_send(&g, TCP_F_ACK, "zz", 2, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, old);
+	CHECK_EQ(p.payload_len, 0);
+	advance(c, TCP_DELACK_MS + 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
 }
 
 TEST(tcp_refused_gets_rst)
