@@ -265,7 +265,7 @@ enum drop_reason tcp_ooo_insert(struct tcp_ooo_pool *p, struct tcp_conn *conn,
 				seq_t rcv_nxt, seq_t seq, const uint8_t *data,
 				size_t len, bool fin)
 {
-	struct tcp_ooo_q *q = q_of(p, conn);
+	struct tcp_ooo_q *q;
 	int32_t ahead = seq_diff(seq, rcv_nxt);
 	unsigned int i, j;
 	uint32_t need;
@@ -276,10 +276,11 @@ enum drop_reason tcp_ooo_insert(struct tcp_ooo_pool *p, struct tcp_conn *conn,
 		p->st.reach_drops++;
 		return DROP_TCP_OOO_REACH;
 	}
-	if (!q && !(q = q_acquire(p, conn))) {
+	if (!conn->ooo && !q_acquire(p, conn)) {
 		p->st.full_drops++;
 		return DROP_TCP_OOO_FULL;
 	}
+	q = q_of(p, conn);
 	range_span(q, seq, seq_add(seq, (uint32_t)len), &i, &j);
 	need = blks_needed(q, seq, len);
 	if ((i == j && q->nranges == TCP_OOO_RANGES) ||
