@@ -771,6 +771,8 @@ static const struct opt opts[] = {
 	     "join only the network namespace, not the user one"),
 	FLAG("no-netns-quit", M_NS, no_netns_quit,
 	     "keep running when the namespace goes away"),
+	FLAG("no-offload", M_NS, no_offload,
+	     "tap without offloads (no TSO, no checksum offload)"),
 	FLAG("config-net", M_NS, config_net,
 	     "configure addresses and routes in the namespace"),
 	{ "no-copy-routes", 0, NULL, M_NS, h_flag46, OFF46(no_copy_routes), 0,

@@ -132,6 +132,7 @@ struct conf {
 	pid_t ns_pid;			/* PID argument */
 	bool netns_only;		/* --netns-only: no user namespace */
 	bool no_netns_quit;
+	bool no_offload;		/* --no-offload: plain tap, no vnet hdr */
 	char **cmd;			/* -- CMD ARGS (NULL: the user's shell) */
 
 	/* VM mode */

@@ -70,7 +70,12 @@
 	X(TCP_STATE,		"TCP segment not valid in this state")	\
 	X(TCP_SEQ,		"TCP segment outside the window")	\
 	X(TCP_OOO_FULL,		"TCP out-of-order queue full")		\
-	X(TCP_OOO_REACH,	"TCP segment beyond the reassembly reach")
+	X(TCP_OOO_REACH,	"TCP segment beyond the reassembly reach") \
+	/* Offloads (virtio-net header of a tap with offloads) */	\
+	X(VNET_SHORT,		"frame shorter than its virtio-net header") \
+	X(VNET_GSO,		"GSO type unknown or not the frame's protocol") \
+	X(VNET_HDRLEN,		"virtio-net header length beyond the frame") \
+	X(VNET_CSUM,		"checksum offload offsets out of range")
 
 enum drop_reason {
 #define DROP_ENUM(name, text) DROP_##name,

@@ -263,6 +263,56 @@ static enum drop_reason parse_l4(struct pkt *p, bool verify)
 	}
 }
 
+/* off_check() - does the offload state o fit the parsed frame? A GSO
+ * type must name the frame's transport and family; a partial checksum
+ * must start at the transport header and name its checksum field. */
+static enum drop_reason off_check(const struct pkt *p, const struct pkt_off *o)
+{
+	size_t l4off = p->l4 ? (size_t)(p->l4 - p->frame) : 0;
+
+	switch (o->gso) {
+	case PKT_GSO_NONE:
+		break;
+	case PKT_GSO_TCP4:
+	case PKT_GSO_TCP6:
+		if (!p->is_ip || p->l4proto != IPPROTO_TCP ||
+		    p->is_v6 != (o->gso == PKT_GSO_TCP6) || !o->gso_size)
+			return DROP_VNET_GSO;
+		break;
+	case PKT_GSO_UDP:
+		if (!p->is_ip || p->l4proto != IPPROTO_UDP || !o->gso_size)
+			return DROP_VNET_GSO;
+		break;
+	default:
+		return DROP_VNET_GSO;
+	}
+	if (!o->csum_partial)
+		return DROP_NONE;
+	if (!p->is_ip || o->csum_start != l4off ||
+	    (p->l4proto == IPPROTO_TCP ? o->csum_off != 16 :
+	     p->l4proto == IPPROTO_UDP ? o->csum_off != 6 : true))
+		return DROP_VNET_CSUM;
+	return DROP_NONE;
+}
+
+enum drop_reason pkt_parse_off(const uint8_t *frame, size_t len,
+			       bool verify_l4_csum, const struct pkt_off *o,
+			       struct pkt *p)
+{
+	enum drop_reason r;
+
+	if (!o || (!o->gso && !o->csum_partial && !o->csum_valid))
+		return pkt_parse(frame, len, verify_l4_csum, p);
+	if (o->csum_partial || o->csum_valid)
+		verify_l4_csum = false;
+	r = pkt_parse(frame, len, verify_l4_csum, p);
+	if (r == DROP_NONE)
+		r = off_check(p, o);
+	p->gso = o->gso;
+	p->gso_size = o->gso ? o->gso_size : 0;
+	return r;
+}
+
 enum drop_reason pkt_parse(const uint8_t *frame, size_t len,
 			   bool verify_l4_csum, struct pkt *p)
 {

@@ -34,7 +34,8 @@
  * ferry's through CLONE_FILES and stay bound to the guest namespace. The
  * namespace fds stay open in struct ctx for later calls.
  *
- * The first job opens /dev/net/tun (IFF_TAP | IFF_NO_PI; DAD off on it,
+ * The first job opens /dev/net/tun (IFF_TAP | IFF_NO_PI, and IFF_VNET_HDR
+ * unless --no-offload: tap_dev.c sets the offloads up; DAD off on it,
  * and with --config-net SLAAC too: the static address is the guest's)
  * and a NETLINK_ROUTE socket; ferry configures the guest over it:
  *
@@ -81,6 +82,8 @@
 struct ns_tap {
 	const char *ifname;
 	bool static_ip;			/* --config-net: no SLAAC addresses */
+	bool vnet;			/* offloads: IFF_VNET_HDR (cleared if
+					 * the kernel refuses it) */
 	int tap_fd, nl_fd;		/* results, -1 on failure */
 	unsigned int ifindex;
 	char name[IFNAMSIZ];		/* as created */
@@ -189,9 +192,13 @@ static int ns_tap_open(void *arg)
 	if (fd < 0)
 		return tap_fail(h, "opening /dev/net/tun");
 	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (h->vnet ? IFF_VNET_HDR : 0);
 	str_copy(ifr.ifr_name, h->ifname, IFNAMSIZ);
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0 ||
+	if (h->vnet && ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		h->vnet = false;	/* retry without offloads */
+		ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	}
+	if ((!h->vnet && ioctl(fd, TUNSETIFF, &ifr) < 0) ||
 	    !(h->ifindex = if_nametoindex(ifr.ifr_name))) {
 		tap_fail(h, "creating the tap device");
 		close(fd);
@@ -565,7 +572,8 @@ void ns_start(struct ctx *c)
 {
 	union eref lref = { .type = EREF_LINK }, cref = { .type = EREF_CHILD };
 	bool join = c->conf.ns_pid || c->conf.netns_path[0];
-	struct ns_tap h = { c->conf.ns_ifname, c->conf.config_net, -1, -1 };
+	struct ns_tap h = { c->conf.ns_ifname, c->conf.config_net,
+			    !c->conf.no_offload, -1, -1 };
 	int go = -1, rc;
 
 	if (join)
@@ -579,7 +587,7 @@ void ns_start(struct ctx *c)
 		die("cannot enter the guest namespace: %s", strerror(-rc));
 
 	ns_configure(c, h.nl_fd, h.ifindex, h.name);
-	tap_attach(c, &link_tapdev_ops, h.tap_fd);
+	tapdev_attach(c, h.tap_fd, h.vnet);
 	if (ep_add(c, h.tap_fd, EPOLLIN, lref))
 		die("epoll: %s", strerror(errno));
 	info("namespace interface %s%s, MAC %02x:%02x:%02x:%02x:%02x:%02x",

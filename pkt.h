@@ -13,6 +13,15 @@
  *
  * The view points into the frame buffer: it is valid until that buffer is
  * reused (the end of the current input batch).
+ *
+ * Offloads (a tap with virtio-net headers, see vnet.h): the link layer
+ * decodes the header into a struct pkt_off and passes it to
+ * pkt_parse_off(). A GSO frame is one TCP segment of up to 64 KiB that
+ * the guest's kernel did not cut to its MTU; it is accepted only when the
+ * frame really is TCP of the family the GSO type names. A partial
+ * checksum (NEEDS_CSUM: only the pseudo-header sum is in the field) is
+ * not verified: it comes from the local kernel, which offloaded it; its
+ * offsets must name exactly the parsed transport checksum field.
  */
 #ifndef FERRY_PKT_H
 #define FERRY_PKT_H
@@ -78,12 +87,34 @@ struct icmp_view {
 	uint16_t id, seq;		/* meaningful for echo messages */
 };
 
+/* GSO types of a frame (virtio-net header), host values. */
+enum pkt_gso {
+	PKT_GSO_NONE = 0,
+	PKT_GSO_TCP4,			/* IPv4 TCP, cut into gso_size pieces */
+	PKT_GSO_TCP6,			/* IPv6 TCP */
+	PKT_GSO_UDP,			/* UDP datagrams of gso_size (USO) */
+};
+
+/* pkt_off - offload state of one frame, decoded from (or to be encoded
+ * into) a virtio-net header; all zero on links without one. */
+struct pkt_off {
+	uint8_t gso;			/* enum pkt_gso */
+	bool csum_partial;		/* field holds the pseudo-header sum */
+	bool csum_valid;		/* the sending kernel verified it */
+	uint16_t gso_size;		/* payload bytes per segment */
+	uint16_t hdr_len;		/* header bytes (a hint for the kernel) */
+	uint16_t csum_start;		/* frame offset where the sum starts */
+	uint16_t csum_off;		/* checksum field, from csum_start */
+};
+
 struct pkt {
 	/* Link layer */
 	const uint8_t *frame;
 	size_t len;
 	uint8_t eth_dst[6], eth_src[6];
 	uint16_t ethertype;
+	uint8_t gso;			/* enum pkt_gso: a GSO super-frame */
+	uint16_t gso_size;		/* its segment payload size */
 
 	/* Network layer: is_ip set for IPv4/IPv6 frames */
 	bool is_ip, is_v6;
@@ -119,6 +150,15 @@ struct pkt {
  * is and the dispatcher decides. */
 enum drop_reason pkt_parse(const uint8_t *frame, size_t len,
 			   bool verify_l4_csum, struct pkt *p);
+
+/* pkt_parse_off() - pkt_parse() for a frame that came with offload state
+ * o (NULL: none). A GSO frame must be TCP (or UDP for PKT_GSO_UDP) of the
+ * matching family, else DROP_VNET_GSO; a partial checksum must name the
+ * parsed transport checksum field, else DROP_VNET_CSUM, and is not
+ * verified (nor is one the kernel marked valid). */
+enum drop_reason pkt_parse_off(const uint8_t *frame, size_t len,
+			       bool verify_l4_csum, const struct pkt_off *o,
+			       struct pkt *p);
 
 /* tcp_opts_parse() - parse TCP options [opt, opt+len) into *t.
  * Return: false if any option overruns the area or has a bad length. */

@@ -11,6 +11,17 @@
  * and flushed by the backend, normally once per event-loop iteration.
  * pcap capture of both directions happens here, so it is the same for
  * every backend.
+ *
+ * Offloads: on a tap with virtio-net headers (link ops vnet_hdr) each
+ * received frame's header is decoded here (vnet_hdr_parse()) and its
+ * offload state handed to pkt_parse_off(); malformed headers are dropped
+ * with a VNET_* reason. Outbound, every frame gets a header: zero for
+ * ordinary frames (the backend's fill_prefix), GSO and partial checksum
+ * for TCP data when the sender asks (tap_tx_commit_many_off()).
+ * pcap sees GSO frames as they are, one big frame (PCAP_SNAPLEN is above
+ * FRAME_MAX); partial checksums of received frames are completed before
+ * capture, and senders use full checksums while capturing (tcp_tx.c), so
+ * the capture always shows valid checksums.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +38,7 @@
 #include "pcap.h"
 #include "pkt.h"
 #include "util.h"
+#include "vnet.h"
 
 static const uint8_t mac_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
@@ -42,6 +54,7 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
 	c->link.ops = ops;
 	c->link.fd = fd;
 	c->link.up = true;
+	c->link.tx_gso = c->link.tx_csum_partial = false;
 	c->link.tx.n = 0;
 	c->link.tx.used = 0;
 	c->link.rx.n = 0;
@@ -135,15 +148,20 @@ static enum drop_reason dispatch_ip6(struct ctx *c, const struct pkt *p)
 	return dispatch_l4(c, p);
 }
 
-/* tap_dispatch() - parse one frame and hand it to its handler. */
+/* tap_dispatch() - parse one frame (and its virtio-net header, on links
+ * that have one) and hand it to its handler. */
 static void tap_dispatch(struct ctx *c, const uint8_t *frame, size_t len)
 {
-	enum drop_reason r;
+	enum drop_reason r = DROP_NONE;
+	struct pkt_off o = { 0 };
 	struct pkt p;
 
 	c->stats.rx_frames++;
 	c->stats.rx_bytes += len;
-	r = pkt_parse(frame, len, true, &p);
+	if (c->link.ops->vnet_hdr)
+		r = vnet_hdr_parse(frame - VNET_HLEN, len, &o);
+	if (r == DROP_NONE)
+		r = pkt_parse_off(frame, len, true, &o, &p);
 	if (r == DROP_NONE) {
 		learn_guest(c, &p);
 		if (p.ethertype == ETH_P_ARP_)
@@ -168,7 +186,14 @@ void tap_input(struct ctx *c)
 #endif
 	if (c->pcap_fd >= 0) {
 		for (i = 0; i < rx->n; i++) {
-			iov[i].iov_base = rx->buf + rx->f[i].off;
+			uint8_t *f = rx->buf + rx->f[i].off;
+			struct pkt_off o;
+
+			if (c->link.ops->vnet_hdr &&
+			    vnet_hdr_parse(f - VNET_HLEN, rx->f[i].len,
+					   &o) == DROP_NONE)
+				vnet_csum_complete(f, rx->f[i].len, &o);
+			iov[i].iov_base = f;
 			iov[i].iov_len = rx->f[i].len;
 		}
 		pcap_frames(c, iov, rx->n);
@@ -290,6 +315,12 @@ unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
 
 void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k)
 {
+	tap_tx_commit_many_off(c, lens, k, NULL);
+}
+
+void tap_tx_commit_many_off(struct ctx *c, const size_t *lens, unsigned int k,
+			    const struct pkt_off *o)
+{
 	struct tx_batch *tx = &c->link.tx;
 	size_t pfx = c->link.ops->tx_prefix;
 	unsigned int i;
@@ -306,7 +337,9 @@ void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k)
 		if (off != slot)
 			memmove(tx->buf + off + pfx, tx->buf + slot + pfx,
 				lens[i]);
-		if (pfx)
+		if (o && c->link.ops->vnet_hdr)
+			vnet_hdr_write(tx->buf + off, lens[i], o);
+		else if (pfx)
 			c->link.ops->fill_prefix(tx->buf + off, lens[i]);
 		tx->f[tx->n].off = (uint32_t)off;
 		tx->f[tx->n].len = (uint32_t)lens[i];

@@ -54,6 +54,9 @@ struct rx_batch {
 struct link_ops {
 	const char *name;
 	size_t tx_prefix;		/* bytes before each frame */
+	bool vnet_hdr;			/* frames both ways carry a virtio-net
+					 * header (vnet.h) as their prefix; rx
+					 * frames have it right before f[].off */
 	/* Read available frames into c->link.rx, at most rx.want if the
 	 * backend reads frame by frame; return frames read, 0 when none are
 	 * pending, -1 when the peer went away. Sets rx.more when it stopped
@@ -72,6 +75,10 @@ struct link {
 	int fd;				/* connected link fd, -1 if none */
 	int listen_fd;			/* vm mode listener, -1 if none */
 	bool up;
+	/* Offloads (tap with virtio-net headers, set by tapdev_attach()):
+	 * TCP frames to the guest may be GSO super-frames, and may carry a
+	 * partial checksum the guest's kernel need not verify. */
+	bool tx_gso, tx_csum_partial;
 	struct tx_batch tx;
 	struct rx_batch rx;
 };
@@ -114,6 +121,15 @@ unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
  * Frames are moved down to stay contiguous in the batch buffer. */
 void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k);
 
+/* tap_tx_commit_many_off() - the same, each frame with the offload state
+ * o (GSO announced only for frames longer than one segment; see
+ * vnet_hdr_write()). On links without virtio-net headers o is ignored:
+ * the caller must only ask for what c->link.tx_gso / tx_csum_partial
+ * allow. */
+struct pkt_off;
+void tap_tx_commit_many_off(struct ctx *c, const size_t *lens, unsigned int k,
+			    const struct pkt_off *o);
+
 /* tap_flush() - write out queued frames (end of each loop iteration). */
 void tap_flush(struct ctx *c);
 
@@ -143,5 +159,11 @@ bool tap_send_ip6_mac(struct ctx *c, const uint8_t *mac,
 /* Backends */
 extern const struct link_ops link_tapdev_ops;	/* tap_dev.c */
 extern const struct link_ops link_stream_ops;	/* tap_stream.c */
+extern const struct link_ops link_tapvnet_ops;	/* tap_dev.c, offloads */
+
+/* tapdev_attach() - attach the tap device fd; vnet: it was opened with
+ * IFF_VNET_HDR, so set the header size and byte order, probe which
+ * offloads the kernel accepts (TUNSETOFFLOAD, logged) and use them. */
+void tapdev_attach(struct ctx *c, int fd, bool vnet);
 
 #endif /* FERRY_TAP_H */

@@ -17,6 +17,17 @@
  * bytes are dropped. Without it, the first iovecs of every read point at
  * a write-only scratch buffer covering the bytes already in flight.
  *
+ * Offloads (a tap with virtio-net headers, tap_dev.c): when the link has
+ * TSO, each frame carries up to 64 KiB of payload whatever the guest's
+ * MTU, sent as a GSO frame with gso_size = the guest's MSS; the guest's
+ * kernel takes it as one segment (it only cuts it if it forwards it).
+ * With checksum offload the TCP checksum is left partial (only the
+ * pseudo-header sum, NEEDS_CSUM): the local kernel does not verify it,
+ * so the payload is never summed (measured cheaper than a full checksum,
+ * doc/bench.md "Offloads"). While --pcap captures, full checksums are
+ * written so the capture stays valid. Links without offloads (qemu
+ * stream, --no-offload) get MSS-sized frames with full checksums.
+ *
  * Acknowledged bytes are dropped with recv(MSG_TRUNC) once per input
  * batch (tcp_consume()). Retransmission is a rewind: seq_to_guest goes
  * back to the guest's ACK, the peek offset to zero, and the next read
@@ -351,26 +362,73 @@ void tcp_rewind(struct ctx *c, struct flow *fl)
 	conn->dup_acks = 3;	/* ignore further dup ACKs until progress */
 }
 
+/* tcp_csum_partial_fill() - a partial checksum (offloaded): only the
+ * pseudo-header sum, not complemented, as the receiving kernel expects
+ * with NEEDS_CSUM. */
+static void tcp_csum_partial_fill(const struct flow *fl, uint8_t *t,
+				  size_t l4len)
+{
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	uint32_t sum;
+
+	if (flow_v4(fl))
+		sum = csum_pseudo4(k->b.v4m.a4, k->a.v4m.a4, IPPROTO_TCP,
+				   (uint32_t)l4len);
+	else
+		sum = csum_pseudo6(&k->b.a6, &k->a.a6, IPPROTO_TCP,
+				   (uint32_t)l4len);
+	wr16(t + 16, (uint16_t)~csum_fold(sum));
+}
+
+/* tcp_tx_off() - offload state of fl's data frames into *o: GSO with the
+ * guest's MSS when the link has TSO, a partial checksum when it has
+ * checksum offload and no capture wants full ones. Returns o, or NULL
+ * when the link has no offloads. */
+static const struct pkt_off *tcp_tx_off(const struct ctx *c,
+					const struct flow *fl,
+					struct pkt_off *o)
+{
+	size_t hlen = tcp_hdr_len(fl);
+
+	if (!c->link.ops->vnet_hdr)
+		return NULL;
+	memset(o, 0, sizeof(*o));
+	o->hdr_len = (uint16_t)hlen;
+	if (c->link.tx_gso) {
+		o->gso = flow_v4(fl) ? PKT_GSO_TCP4 : PKT_GSO_TCP6;
+		o->gso_size = conn_of((struct flow *)fl)->mss_to_guest;
+	}
+	if (c->link.tx_csum_partial && c->pcap_fd < 0) {
+		o->csum_partial = true;
+		o->csum_start = (uint16_t)(hlen - TCP_HLEN);
+		o->csum_off = 16;
+	}
+	return o;
+}
+
 /* tcp_frames_fill() - after the peek: headers and checksums of the first
- * keep frames (starting at f[]), got payload bytes in all; their lengths
- * go to lens[] for the commit. */
+ * keep frames (starting at f[]), got payload bytes in all, seg bytes in
+ * each but the last; their lengths go to lens[] for the commit. */
 static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
 			    size_t *lens, unsigned int keep, size_t got,
-			    size_t mss)
+			    size_t seg, const struct pkt_off *o)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	size_t hlen = tcp_hdr_len(fl);
 	unsigned int i;
 
 	for (i = 0; i < keep; i++) {
-		size_t len = i + 1 < keep ? mss : got - (size_t)i * mss;
+		size_t len = i + 1 < keep ? seg : got - (size_t)i * seg;
 		uint8_t flags = TCP_F_ACK | (i + 1 == keep ? TCP_F_PSH : 0);
 		uint8_t *t = l3_build(c, fl, f[i], TCP_HLEN + len);
 
 		tcp_hdr_fill(fl, conn, t,
-			     seq_add(conn->seq_to_guest, (uint32_t)(i * mss)),
+			     seq_add(conn->seq_to_guest, (uint32_t)(i * seg)),
 			     flags, 0);
-		tcp_csum_fill(fl, t, TCP_HLEN + len);
+		if (o && o->csum_partial)
+			tcp_csum_partial_fill(fl, t, TCP_HLEN + len);
+		else
+			tcp_csum_fill(fl, t, TCP_HLEN + len);
 		lens[i] = hlen + len;
 	}
 }
@@ -411,14 +469,18 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 	return n;
 }
 
-/* tcp_seg_size() - payload bytes per data segment: the guest's MSS, for
- * large segments trimmed (by < 64 bytes) so that full frames exactly fill
- * the link batch's 64-byte slot stride and need no compaction. */
+/* tcp_seg_size() - payload bytes per data frame: the guest's MSS, or with
+ * TSO as much as one IP packet holds (GSO cuts it into MSS pieces only if
+ * the guest forwards it); large sizes are trimmed (by < 64 bytes) so that
+ * full frames exactly fill the link batch's 64-byte slot stride and need
+ * no compaction. */
 static size_t tcp_seg_size(const struct ctx *c, const struct flow *fl)
 {
 	size_t mss = conn_of((struct flow *)fl)->mss_to_guest;
 	size_t pre = c->link.ops->tx_prefix + tcp_hdr_len(fl);
 
+	if (c->link.tx_gso)	/* IP total length / payload length <= 65535 */
+		mss = 65535 - TCP_HLEN - (flow_v4(fl) ? IP4_HLEN : 0);
 	if (mss < 8192)
 		return mss;
 	return (pre + mss) / 64 * 64 - pre;
@@ -438,6 +500,8 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	size_t avail = 0, n = tcp_sendable(c, fl, &skip, &avail), got, left;
 	size_t lens[TCP_SEG_BATCH] = { 0 };
 	uint8_t *f[TCP_SEG_BATCH];
+	const struct pkt_off *o;
+	struct pkt_off off;
 	unsigned int nseg, i, ni = 0, keep;
 	struct msghdr mh = { 0 };
 	ssize_t r;
@@ -464,8 +528,9 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 		return r < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
 	got = (size_t)r - skip;
 	keep = (unsigned int)((got + mss - 1) / mss);
-	tcp_frames_fill(c, fl, f, lens, keep, got, mss);
-	tap_tx_commit_many(c, lens, keep);
+	o = tcp_tx_off(c, fl, &off);
+	tcp_frames_fill(c, fl, f, lens, keep, got, mss, o);
+	tap_tx_commit_many_off(c, lens, keep, o);
 	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got);
 	*more = got == n && (n < avail || (conn->flags & TCP_C_SOCK_EOF) ||
 			     seq_diff(conn->seq_to_guest, conn->seq_acked_by_guest)
