@@ -33,6 +33,7 @@
 #include "log.h"
 #include "pkt.h"
 #include "util.h"
+#include "vnet.h"
 
 /* parse_rate() - "KEY=N" with N 0..1000 into *v. */
 static bool parse_rate(const char *val, uint16_t *v)
@@ -134,7 +135,7 @@ void fault_init(struct ctx *c)
 		return;
 	fs->rng = f->seed;
 	for (d = 0; d < 2; d++)
-		fs->hold[d] = alloc_startup(FRAME_MAX);
+		fs->hold[d] = alloc_startup(FRAME_MAX + 64);
 	warn("fault injection (test build): from guest drop/dup/reorder "
 	     "%u/%u/%u, to guest %u/%u/%u per mille, seed %llu",
 	     f->r[0].drop, f->r[0].dup, f->r[0].reorder, f->r[1].drop,
@@ -163,11 +164,13 @@ struct fault_ent {
  * (room for max, one of which stays free for a held frame's return: the
  * caller returns one only when n < max), reading frame bytes at base +
  * e.off + pfx. A frame taken out for reordering is copied into the hold
- * buffer. Returns the new count (below max when n was). */
+ * buffer with the keep bytes before it (its link prefix: a virtio-net
+ * header must travel with its frame). Returns the new count (below max
+ * when n was). */
 static unsigned int fault_list(struct ctx *c, enum fault_dir d,
 			       struct fault_ent *e, unsigned int n,
 			       unsigned int max, const uint8_t *base,
-			       size_t pfx)
+			       size_t pfx, size_t keep)
 {
 	const struct fault_rates *r = &c->conf.fault.r[d];
 	struct fault_state *fs = &c->fault;
@@ -182,7 +185,8 @@ static unsigned int fault_list(struct ctx *c, enum fault_dir d,
 		}
 		if (!fs->held_len[d] && e[i].len <= FRAME_MAX &&
 		    fault_roll(fs, r->reorder)) {
-			memcpy(fs->hold[d], base + e[i].off + pfx, e[i].len);
+			memcpy(fs->hold[d], base + e[i].off + pfx - keep,
+			       keep + e[i].len);
 			fs->held_len[d] = e[i].len;
 			fs->reordered[d]++;
 			continue;
@@ -205,6 +209,7 @@ void fault_rx(struct ctx *c)
 	struct fault_ent e[RX_FRAMES_MAX];
 	uint32_t held = fs->held_len[FAULT_FROM_GUEST];
 	size_t end = rx->fill, pos = 0;
+	size_t keep = c->link.ops->vnet_hdr ? VNET_HLEN : 0;
 	unsigned int i, n;
 
 	if (!c->conf.fault.on || !rx->n)
@@ -216,14 +221,15 @@ void fault_rx(struct ctx *c)
 	}
 	/* The frame held from an earlier batch goes after this one's. */
 	pos = ROUND_UP(end, 64);
-	if (held && rx->n < RX_FRAMES_MAX && pos + held <= RX_BUF_SIZE) {
-		memcpy(rx->buf + pos, fs->hold[FAULT_FROM_GUEST], held);
+	if (held && rx->n < RX_FRAMES_MAX && pos + keep + held <= RX_BUF_SIZE) {
+		memcpy(rx->buf + pos, fs->hold[FAULT_FROM_GUEST], keep + held);
+		pos += keep;
 		fs->held_len[FAULT_FROM_GUEST] = 0;
 	} else {
 		held = 0;
 	}
 	n = fault_list(c, FAULT_FROM_GUEST, e, rx->n, RX_FRAMES_MAX, rx->buf,
-		       0);
+		       0, keep);
 	if (held) {
 		e[n].off = (uint32_t)pos;
 		e[n++].len = held;
@@ -251,16 +257,14 @@ void fault_tx(struct ctx *c)
 		e[i].len = tx->f[i].len;
 	}
 	if (held && tx->n < TX_FRAMES_MAX && at + pfx + held <= TX_BUF_SIZE) {
-		memcpy(tx->buf + at + pfx, fs->hold[FAULT_TO_GUEST], held);
-		if (pfx)
-			c->link.ops->fill_prefix(tx->buf + at, held);
+		memcpy(tx->buf + at, fs->hold[FAULT_TO_GUEST], pfx + held);
 		fs->held_len[FAULT_TO_GUEST] = 0;
 		tx->used = at + pfx + held;
 	} else {
 		held = 0;
 	}
 	n = fault_list(c, FAULT_TO_GUEST, e, tx->n, TX_FRAMES_MAX, tx->buf,
-		       pfx);
+		       pfx, pfx);
 	if (held) {
 		e[n].off = (uint32_t)at;
 		e[n++].len = (uint32_t)held;
