@@ -447,8 +447,16 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	bool wnd_changed = wnd != conn->wnd_from_guest;
 
 	if (seq_gt(ack, conn->seq_to_guest)) {
-		conn->flags |= TCP_C_ACK_NOW;	/* acks what we never sent */
-		return;
+		uint32_t d = (uint32_t)seq_diff(ack, conn->seq_to_guest);
+
+		if (d > conn->rewound) {
+			conn->flags |= TCP_C_ACK_NOW;	/* never sent */
+			return;
+		}
+		/* Sent before a rewind: the guest has it, skip ahead (the
+		 * peek offset follows when the acked bytes are dropped). */
+		conn->rewound -= d;
+		conn->seq_to_guest = ack;
 	}
 	if (seq_gt(ack, conn->seq_acked_by_guest)) {
 		uint32_t n = (uint32_t)seq_diff(ack, conn->seq_acked_by_guest);

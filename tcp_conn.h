@@ -96,6 +96,8 @@ struct tcp_conn {
 	seq_t isn_to_guest;		/* our ISN */
 	seq_t seq_to_guest;		/* next byte we send (snd_nxt) */
 	seq_t seq_acked_by_guest;	/* oldest unacknowledged (snd_una) */
+	uint32_t rewound;		/* data sent beyond seq_to_guest before
+					 * a rewind (snd_max - snd_nxt) */
 	uint32_t wnd_from_guest;	/* guest's window, scaled, bytes */
 	uint32_t consume;		/* acked bytes still in the socket */
 	uint32_t clamp;			/* TCP_WINDOW_CLAMP last set, 0: none */

@@ -353,6 +353,13 @@ void tcp_rewind(struct ctx *c, struct flow *fl)
 	int zero = 0;
 
 	tcp_consume(c, fl);
+	/* The guest may still acknowledge what was sent before (its ACKs
+	 * were lost or late): remember how far that went, data only. */
+	conn->rewound += (uint32_t)seq_diff(conn->seq_to_guest,
+					    conn->seq_acked_by_guest);
+	if ((conn->flags & TCP_C_FIN_SENT) && conn->rewound &&
+	    !(conn->flags & TCP_C_FIN_ACKED))
+		conn->rewound--;
 	conn->seq_to_guest = conn->seq_acked_by_guest;
 	if (!(conn->flags & TCP_C_FIN_ACKED))
 		conn->flags &= (uint16_t)~TCP_C_FIN_SENT;
@@ -532,6 +539,7 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	tcp_frames_fill(c, fl, f, lens, keep, got, mss, o);
 	tap_tx_commit_many_off(c, lens, keep, o);
 	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got);
+	conn->rewound -= (uint32_t)MIN((size_t)conn->rewound, got);
 	*more = got == n && (n < avail || (conn->flags & TCP_C_SOCK_EOF) ||
 			     seq_diff(conn->seq_to_guest, conn->seq_acked_by_guest)
 			     >= (int32_t)conn->wnd_from_guest);
