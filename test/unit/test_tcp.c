@@ -761,3 +761,136 @@ TEST(tcp_ooo_short_write_waits_for_room)
 	close(ls);
 	tcp_test_free(c);
 }
+
+/* --- review findings (tcp.c, tcp_tx.c) -------------------------------
+ * Tests of defects found in review, for their owners: each fails until
+ * its defect is fixed, so they are built only with -DTCP_REVIEW_PENDING
+ * (make build/unit CFLAGS=-DTCP_REVIEW_PENDING); whoever fixes one moves
+ * it above this block. */
+#ifdef TCP_REVIEW_PENDING
+
+/* loop_timers() - the event loop's timer handling for ms of injected
+ * time: tcp_timer() runs only when a timer was requested and is due
+ * (loop.c timers_run() disarms first, so every module must re-request). */
+static void loop_timers(struct ctx *c, int ms)
+{
+	struct timespec end = c->now;
+
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	while (c->timer_armed && ts_ms_diff(&c->timer_due, &end) <= 0) {
+		c->now = c->timer_due;
+		c->timer_armed = false;
+		tcp_timer(c);
+	}
+	c->now = end;
+}
+
+/* A delayed ACK's timer fires before the retransmission timer: the scan
+ * is not due, tcp_timer() returns without asking for it again, and the
+ * retransmission never happens (tcp.c tcp_timer(), early return). */
+TEST(tcp_review_delack_keeps_rto)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40020 };
+	int ls = listener(false, &g.dport), a;
+	size_t i, data = 0;
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK_EQ(send(a, "lost", 4, 0), 4);
+	pump(c, 2000, 1);			/* the segment the guest loses */
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "q", 1, NULL, 0);
+	CHECK_EQ(c->tcp.st.acks_delayed, 1);
+	test_tx_reset(c);
+	loop_timers(c, TCP_RTO_MS * 4);
+	for (i = 0; i < test_tx_n(c); i++)
+		if (seg_at(c, i, &p) && p.payload_len == 4)
+			data++;
+	CHECK(data >= 1);			/* retransmitted */
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* A small write's ACK is queued; a full segment follows before the delay
+ * ran out: it must be acknowledged at once (tcp.c tcp_delack() returns
+ * early for TCP_ACK_QUEUED before looking at the amount). */
+TEST(tcp_review_delack_full_segment_after_small)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40021 };
+	int ls = listener(false, &g.dport), a;
+	static char seg[1460];
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "x", 1, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 0);		/* delayed */
+	guest_send(&g, TCP_F_ACK, seg, sizeof(seg), NULL, 0);
+	CHECK_EQ(test_tx_n(c), 1);		/* 1461 bytes: at once */
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, g.seq);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* guest_ack_wnd() - a pure ACK from the guest advertising wnd (unscaled
+ * field value). */
+static void guest_ack_wnd(struct tguest *g, uint16_t wnd)
+{
+	uint8_t l4[TCP_HLEN] = { 0 }, f[128];
+	size_t n;
+
+	wr16(l4, g->sport);
+	wr16(l4 + 2, g->dport);
+	wr32(l4 + 4, g->seq);
+	wr32(l4 + 8, g->ack);
+	l4[12] = (TCP_HLEN / 4) << 4;
+	l4[13] = TCP_F_ACK;
+	wr16(l4 + 14, wnd);
+	n = test_frame_ip4(f, "198.51.100.2", "198.51.100.1", IPPROTO_TCP,
+			   l4, sizeof(l4));
+	test_input(g->c, f, n);
+}
+
+/* The guest acknowledges everything with a zero window while the host
+ * has more: ferry must probe the window (RFC 9293 3.8.6.1), or a lost
+ * window update stalls the connection for good. No timer is armed when
+ * nothing is in flight (tcp.c tcp_ack_input(), tcp_tx.c
+ * tcp_data_to_guest()). */
+TEST(tcp_review_zero_window_probed)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40022 };
+	int ls = listener(false, &g.dport), a;
+	uint32_t isn;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK_EQ(send(a, "abcd", 4, 0), 4);
+	pump(c, 2000, 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	g.ack += 4;
+	guest_ack_wnd(&g, 0);			/* all acked, window closed */
+	CHECK_EQ(send(a, "efgh", 4, 0), 4);
+	test_tx_reset(c);
+	pump(c, 50, 1);
+	CHECK_EQ(test_tx_n(c), 0);		/* window closed: nothing */
+	/* the guest's window update is lost; ferry must probe */
+	loop_timers(c, TCP_RTO_MAX_MS * 2);
+	CHECK(test_tx_n(c) >= 1);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+#endif /* TCP_REVIEW_PENDING */
