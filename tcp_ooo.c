@@ -15,9 +15,17 @@
  * blocks (tcp.c never offers a connection a window larger than
  * TCP_OOO_CONN_BYTES, so a guest that stays inside its window never meets
  * that limit). When the pool, the slots or a limit run out, the new
- * segment is dropped whole (the caller counts the drop reason): queued
- * bytes are never thrown away, because they may already have been
- * reported in a SACK block and a receiver must not renege.
+ * segment is dropped whole (the caller counts the drop reason). Queued
+ * bytes are never thrown away while their connection lives: they may
+ * already have been reported in a SACK block, and although RFC 2018
+ * section 8 lets a receiver renege, the sender then only finds out at
+ * its retransmission timeout. The price is that a hostile guest can pin
+ * memory until it fills its holes or the connection closes: one byte
+ * beyond a hole on each of TCP_OOO_SLOTS connections takes every slot,
+ * and four (TCP_OOO_POOL_BLKS / TCP_OOO_CONN_BLKS, rounded up) take
+ * every block. Other connections then lose only the queue (their
+ * segments beyond a hole are dropped and resent, as without SACK), never
+ * correctness.
  *
  * Blocks are aligned to the guest's sequence space: byte s lives in the
  * block numbered s / TCP_OOO_BLK, at offset s % TCP_OOO_BLK. A slot's map
@@ -57,6 +65,8 @@
 #define BNUM_MASK	((uint32_t)(0xffffffffu >> TCP_OOO_BLK_SHIFT))
 #define RANGE_SZ	sizeof(struct tcp_ooo_range)
 
+/* pool_hdr_size() - bytes before the block data (pool header and free
+ * list links), rounded up to whole blocks. */
 static size_t pool_hdr_size(uint32_t nblk)
 {
 	size_t h = sizeof(struct tcp_ooo_pool) + nblk * sizeof(uint16_t);
@@ -82,17 +92,20 @@ void tcp_ooo_pool_free(struct tcp_ooo_pool *p)
 		munmap(p, pool_hdr_size(p->nblk) + (size_t)p->nblk * TCP_OOO_BLK);
 }
 
+/* q_of() - the queue of conn, NULL when it has none. */
 static struct tcp_ooo_q *q_of(const struct tcp_ooo_pool *p,
 			      const struct tcp_conn *conn)
 {
 	return conn->ooo ? (struct tcp_ooo_q *)&p->q[conn->ooo - 1] : NULL;
 }
 
+/* bnum() - the number of the block holding sequence number s. */
 static uint32_t bnum(seq_t s)
 {
 	return s.v >> TCP_OOO_BLK_SHIFT;
 }
 
+/* map_at() - the map entry of block number bn (index + 1, 0: none). */
 static uint16_t *map_at(struct tcp_ooo_q *q, uint32_t bn)
 {
 	return &q->map[bn & (TCP_OOO_MAP - 1)];
@@ -114,6 +127,7 @@ static uint16_t blk_alloc(struct tcp_ooo_pool *p)
 	return i;
 }
 
+/* blk_free() - give block i back to the pool's free list. */
 static void blk_free(struct tcp_ooo_pool *p, uint16_t i)
 {
 	p->next[i] = p->free_head;

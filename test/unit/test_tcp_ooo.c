@@ -373,3 +373,64 @@ TEST(tcp_ooo_random_against_model)
 	CHECK_EQ(p->st.blks_used, 0);
 	tcp_ooo_pool_free(p);
 }
+
+/* fill_conn() - a hostile guest's contiguous 60000-byte segments beyond a
+ * one-byte hole at rcv, until the queue refuses one: returns the bytes
+ * queued. */
+static size_t fill_conn(struct tcp_ooo_pool *p, struct tcp_conn *conn,
+			seq_t rcv)
+{
+	static const uint8_t junk[60000];
+	uint32_t off = 1;
+
+	while (tcp_ooo_insert(p, conn, rcv, seq_add(rcv, off), junk,
+			      sizeof(junk), false) == DROP_NONE)
+		off += sizeof(junk);
+	return off - 1;
+}
+
+/* A hostile guest (review): holes it never fills, across the sequence
+ * wrap, pin at most its per-connection limit each; the fifth connection
+ * finds the pool empty and gets no slot; a FIN with bytes queued beyond
+ * it ends the run there; closing gives every block and slot back. */
+TEST(tcp_ooo_hostile_guest_bounded)
+{
+	struct tcp_ooo_pool *p = tcp_ooo_pool_new(TCP_OOO_POOL_BLKS);
+	static struct tcp_conn conns[5];
+	seq_t rcv = seq_make(0xfff00000u);	/* wraps 1 MiB on */
+	struct iovec iov[4];
+	size_t bytes, q, total = 0;
+	unsigned int i;
+
+	for (i = 0; i < 5; i++) {
+		q = fill_conn(p, &conns[i], rcv);
+		CHECK(q <= TCP_OOO_CONN_BLKS * TCP_OOO_BLK);
+		CHECK_EQ(tcp_ooo_queued(p, &conns[i]), q);
+		if (i < 3)	/* a window's worth fits */
+			CHECK(q >= TCP_OOO_CONN_BYTES);
+		total += q;
+	}
+	CHECK(p->st.blks_used <= TCP_OOO_POOL_BLKS);
+	CHECK(p->nblk - p->st.blks_used < 15);	/* 60000 bytes need 15 */
+	CHECK_EQ(conns[4].ooo, 0);		/* nothing queued: no slot */
+	CHECK_EQ(total, tcp_ooo_queued(p, &conns[0]) * 3 +
+			tcp_ooo_queued(p, &conns[3]));
+	for (i = 0; i < 5; i++)
+		tcp_ooo_release(p, &conns[i]);
+	CHECK_EQ(p->st.blks_used, 0);
+	for (i = 0; i < TCP_OOO_SLOTS; i++)
+		CHECK(!p->q[i].used);
+
+	/* FIN at 20, then bytes beyond it: the stream ends at the FIN */
+	CHECK_EQ(tcp_ooo_insert(p, &conns[0], rcv, seq_add(rcv, 10),
+				stream(), 10, true), DROP_NONE);
+	CHECK_EQ(tcp_ooo_insert(p, &conns[0], rcv, seq_add(rcv, 20),
+				stream(), 10, false), DROP_NONE);
+	CHECK_EQ(tcp_ooo_run(p, &conns[0], seq_add(rcv, 10), iov, 4, &bytes),
+		 1);
+	CHECK_EQ(bytes, 10);
+	CHECK(tcp_ooo_advance(p, &conns[0], seq_add(rcv, 20)));
+	tcp_ooo_release(p, &conns[0]);
+	CHECK_EQ(p->st.blks_used, 0);
+	tcp_ooo_pool_free(p);
+}
