@@ -741,13 +741,14 @@ static void tcp_delack(struct ctx *c, struct flow *fl)
 					      conn->ack_sent);
 	unsigned int tail;
 
-	if (conn->ack_state == TCP_ACK_QUEUED)
-		return;
 	if (unacked >= tcp_mss_from_guest(c, fl) ||
 	    unacked >= conn->wnd_sent / 4 || ts->delack_n == TCP_DELACK_MAX) {
+		/* a ring entry left behind is skipped: ack_state changes */
 		tcp_send_flags(c, fl, TCP_F_ACK);
 		return;
 	}
+	if (conn->ack_state == TCP_ACK_QUEUED)
+		return;
 	tail = (ts->delack_head + ts->delack_n++) % TCP_DELACK_MAX;
 	ts->delack[tail].idx = flow_idx(&c->flows, fl);
 	ts->delack[tail].due_ms = tcp_now_ms(c) + TCP_DELACK_MS;
@@ -959,8 +960,12 @@ void tcp_timer(struct ctx *c)
 	/* The scan of every connection only when one of their deadlines
 	 * (tcp_timer_set(), or the last scan's) is due, not for each
 	 * delayed ACK or other module's timer. */
-	if (!c->tcp.scan_ms || now < c->tcp.scan_ms)
+	if (!c->tcp.scan_ms)
 		return;
+	if (now < c->tcp.scan_ms) {	/* the loop forgot it: ask again */
+		timer_request(c, c->tcp.scan_ms - now);
+		return;
+	}
 	c->tcp.scan_ms = 0;
 	for (fl = flow_first(&c->flows, FLOW_TCP); fl; fl = nx) {
 		struct tcp_conn *conn = conn_of(fl);

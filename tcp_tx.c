@@ -570,8 +570,12 @@ void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 		if (round == 7)		/* data left: come back for it */
 			tcp_events_rearm(c, fl);
 	}
+	/* Data in flight needs its retransmission timer; a closed window
+	 * needs its probe even with nothing in flight (RFC 9293 3.8.6.1:
+	 * the guest's window update may be lost). */
 	if (!conn->timer_ms &&
-	    seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest))
+	    (seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest) ||
+	     !conn->wnd_from_guest))
 		tcp_timer_set(c, conn, TCP_RTO_MS);
 }
 

@@ -763,11 +763,10 @@ TEST(tcp_ooo_short_write_waits_for_room)
 }
 
 /* --- review findings (tcp.c, tcp_tx.c) -------------------------------
- * Tests of defects found in review, for their owners: each fails until
- * its defect is fixed, so they are built only with -DTCP_REVIEW_PENDING
- * (make build/unit CFLAGS=-DTCP_REVIEW_PENDING); whoever fixes one moves
- * it above this block. */
-#ifdef TCP_REVIEW_PENDING
+ * Defects found in review of the delayed-ACK and zero-window code: a
+ * delayed ACK's timer swallowing the retransmission timer, a queued
+ * delayed ACK holding back a full segment's ACK, and no zero-window
+ * probe with nothing in flight. */
 
 /* loop_timers() - the event loop's timer handling for ms of injected
  * time: tcp_timer() runs only when a timer was requested and is due
@@ -893,4 +892,3 @@ TEST(tcp_review_zero_window_probed)
 	close(ls);
 	tcp_test_free(c);
 }
-#endif /* TCP_REVIEW_PENDING */
