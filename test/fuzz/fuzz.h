@@ -22,6 +22,11 @@
  *                      FZ_EVENTS    then handle ready host sockets, as the
  *                                   loop would (loopback peers answer: TCP
  *                                   port 80, UDP port 53, ping)
+ *                      FZ_VNET      the link has virtio-net headers (tap
+ *                                   offloads, vnet.h): each frame starts
+ *                                   with its 12-byte header (FZ_FIX_CSUM
+ *                                   fixes the frame after it), and frames
+ *                                   to the guest may be GSO / partial
  *   byte 1..    the frame(s)
  */
 #ifndef FERRY_FUZZ_H
@@ -37,6 +42,7 @@ struct ctx;
 #define FZ_BATCH	0x02
 #define FZ_TIMERS	0x04
 #define FZ_EVENTS	0x08
+#define FZ_VNET		0x10
 
 /* fuzz_isolate() - enter a new network namespace (a new user namespace
  * too when not root) and bring loopback up. Returns false, with errno,

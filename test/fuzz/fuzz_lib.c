@@ -20,6 +20,7 @@
 #include "pkt.h"
 #include "tcp_conn.h"
 #include "util.h"
+#include "vnet.h"
 #include "test/unit/unit.h"
 
 /* Loopback peers inside the namespace, so that flows to the gateway
@@ -319,40 +320,75 @@ void fuzz_fix_csums(uint8_t *f, size_t len)
 		fix_ip6(f + ETH_HLEN_, len - ETH_HLEN_);
 }
 
-/* batch_add() - append frame [d, d+len) to the receive batch. */
+/* batch_add() - append frame [d, d+len) to the receive batch; its first
+ * pfx bytes are the link prefix (a virtio-net header) before the frame.
+ * Shorter input is dropped as the tap backend drops it. */
 static void batch_add(struct ctx *c, size_t *used, const uint8_t *d,
-		      size_t len, bool fix)
+		      size_t len, bool fix, size_t pfx)
 {
 	struct rx_batch *rx = &c->link.rx;
 
 	if (rx->n == RX_FRAMES_MAX || *used + len > RX_BUF_SIZE)
 		return;
+	if (len < pfx) {
+		drop(c, DROP_VNET_SHORT);
+		return;
+	}
 	memcpy(rx->buf + *used, d, len);
 	if (fix)
-		fuzz_fix_csums(rx->buf + *used, len);
-	rx->f[rx->n].off = (uint32_t)*used;
-	rx->f[rx->n].len = (uint32_t)len;
+		fuzz_fix_csums(rx->buf + *used + pfx, len - pfx);
+	rx->f[rx->n].off = (uint32_t)(*used + pfx);
+	rx->f[rx->n].len = (uint32_t)(len - pfx);
 	rx->n++;
 	*used += len;
 }
 
+/* vnet_fill_prefix() - the zero header of a frame without offloads. */
+static void vnet_fill_prefix(uint8_t *pfx, size_t len)
+{
+	vnet_hdr_write(pfx, len, NULL);
+}
+
+/* link_mode() - the harness's capture link, or (FZ_VNET) the same with
+ * virtio-net headers and offloads towards the guest. */
+static void link_mode(struct ctx *c, bool vnet)
+{
+	static const struct link_ops *plain;
+	static struct link_ops vops;
+
+	if (!plain) {
+		plain = c->link.ops;
+		vops = *plain;
+		vops.name = "capture (vnet)";
+		vops.tx_prefix = VNET_HLEN;
+		vops.vnet_hdr = true;
+		vops.fill_prefix = vnet_fill_prefix;
+	}
+	if (c->link.ops != (vnet ? &vops : plain))
+		tap_attach(c, vnet ? &vops : plain, -1);
+	c->link.tx_gso = c->link.tx_csum_partial = vnet;
+}
+
 void fuzz_frames_feed(struct ctx *c, const uint8_t *data, size_t size)
 {
-	size_t used = 0, off = 1;
+	size_t used = 0, off = 1, pfx;
 	uint8_t flags;
 
 	if (!size)
 		return;
 	flags = data[0];
+	pfx = flags & FZ_VNET ? VNET_HLEN : 0;
+	link_mode(c, flags & FZ_VNET);
 	c->link.rx.n = 0;
 	if (!(flags & FZ_BATCH)) {
-		batch_add(c, &used, data + 1, size - 1, flags & FZ_FIX_CSUM);
+		batch_add(c, &used, data + 1, size - 1, flags & FZ_FIX_CSUM,
+			  pfx);
 	} else {
 		while (size - off >= 2) {
 			size_t len = MIN((size_t)rd16(data + off), size - off - 2);
 
 			batch_add(c, &used, data + off + 2, len,
-				  flags & FZ_FIX_CSUM);
+				  flags & FZ_FIX_CSUM, pfx);
 			off += 2 + len;
 		}
 	}

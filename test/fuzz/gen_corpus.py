@@ -23,7 +23,7 @@ OUR_MAC = bytes.fromhex("9a559a559a55")
 BCAST = b"\xff" * 6
 G4, GW4 = "198.51.100.2", "198.51.100.1"
 G6, GW6, LL6 = "2001:db8::2", "fe80::1", "fe80::2"
-FIX, BATCH, TIMERS, EVENTS = 1, 2, 4, 8
+FIX, BATCH, TIMERS, EVENTS, VNET = 1, 2, 4, 8, 16
 
 
 def a4(s):
@@ -140,6 +140,12 @@ def echo(v6, ident, seq, data=b"ping" * 8):
     return struct.pack("!BBHHH", 128 if v6 else 8, 0, 0, ident, seq) + data
 
 
+def vnet(flags=0, gso=0, hdr_len=0, gso_size=0, cstart=0, coff=0):
+    """A virtio-net header (vnet.h), little-endian."""
+    return struct.pack("<BBHHHHH", flags, gso, hdr_len, gso_size, cstart,
+                       coff, 0)
+
+
 def frames():
     one = lambda f, flags=FIX: bytes([flags]) + f
     batch = lambda fs, flags=FIX | BATCH: bytes([flags]) + b"".join(
@@ -205,6 +211,17 @@ def frames():
         "batch_mixed": batch([arp(1, GUEST_MAC, G4, GW4), u4, u4, u6,
                               ip4(G4, GW4, 1, echo(False, 8, 2))]),
         "batch_timers": batch([u4, u6], FIX | BATCH | TIMERS),
+        "vnet_tcp4_gso": batch([
+            vnet() + ip4(G4, GW4, 6, tcp_syn(40005, 80)),
+            vnet(1, 1, 54, 1000, 34, 16) +
+            ip4(G4, GW4, 6, tcp_seg(40005, 80, 0x18, 1001, 1, b"x" * 3000))],
+            FIX | BATCH | EVENTS | VNET),
+        "vnet_tcp6_partial": one(vnet(1, 0, 0, 0, 54, 16) +
+                                 ip6(G6, GW6, 6, tcp_syn(40006, 80)),
+                                 FIX | EVENTS | VNET),
+        "bad_vnet_gso": one(vnet(0, 3, 0, 1000) + u4, FIX | VNET),
+        "bad_vnet_csum": one(vnet(1, 0, 0, 0, 34, 6000) + u4, FIX | VNET),
+        "bad_vnet_short": one(b"\x01\x02", VNET),
         "bad_short": one(b"\x02" * 10, 0),
         "bad_ihl": one(eth(OUR_MAC, 0x0800, bytes([0x4f]) + b"\0" * 30), 0),
         "bad_frag": one(ip4(G4, GW4, 17, udp(1, 2, b""))[:20] +
