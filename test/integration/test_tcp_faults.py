@@ -90,14 +90,16 @@ def test_tcp_lossy_link(ferry_ns, v6):
                                recv_opts=("--rate-log",))
     no_stall(rcv)
     st = fault_stats(f)
-    # Data frames went the transfer's way: dropped and reordered ones. The
-    # ACKs the other way are few (a few hundred frames at 1%): at least
-    # one of them met a fault.
-    assert st[3] > 0 and st[5] > 0 and st[0] + st[2] > 0, st
+    # Data frames went the transfer's way: dropped and reordered ones.
+    # The ACKs the other way are too few (a few hundred frames at 1%) for
+    # a fault among them to be certain, so they are not checked.
+    assert st[3] > 0 and st[5] > 0, st
 
 
 def test_tcp_lossy_link_mtu1500_dup(ferry_ns):
-    f = ferry_ns(args=["-m", "1500", "--fault",
+    # --no-offload: 1500-byte frames; with offloads the data would travel
+    # as a few hundred 64 KiB GSO frames, too few for certain faults.
+    f = ferry_ns(args=["-m", "1500", "--no-offload", "--fault",
                        "drop=10,reorder=10,dup=5,seed=11", "-t", "none",
                        "-T", "none"])
     rcv, secs = check_transfer(f, False, "down", SIZE // 2, timeout=120,
@@ -120,8 +122,9 @@ def test_tcp_lossy_upload(ferry_ns, v6):
 
 
 def test_tcp_lossy_upload_mtu1500_dup(ferry_ns):
-    """Small segments, and duplicated ones: many more holes per byte."""
-    f = ferry_ns(args=["-m", "1500", "--fault",
+    """Small segments (offloads off: no 64 KiB GSO frames from the guest),
+    and duplicated ones: many more holes per byte."""
+    f = ferry_ns(args=["-m", "1500", "--no-offload", "--fault",
                        "drop=10,reorder=10,dup=5,seed=7", "-t", "none",
                        "-T", "none"])
     rcv, secs = check_transfer(f, False, "up", SIZE // 2, timeout=60,
@@ -154,7 +157,9 @@ def test_tcp_forwarded_lossy(ferry_ns, direction):
     cli = client([], "198.51.100.2", 40201, *cr, "--timeout", "120")
     exchange(srv, cli, direction, SIZE, 150)
     st = fault_stats(f)
-    assert st[0] > 0 and st[3] > 0, st
+    # Faults on the data's way (to the guest for "up", from it for "down");
+    # the ACKs the other way are too few for a certain fault.
+    assert (st[3] if direction == "up" else st[0]) > 0, st
     if direction == "down":
         check_ooo_used(f)
 
