@@ -237,12 +237,32 @@ static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
 	conn->wnd_to_guest = MIN(conn->wnd_to_guest, TCP_OOO_CONN_BYTES);
 	if (!conn->ws_to_guest)
 		conn->wnd_to_guest = MIN(conn->wnd_to_guest, 65535u);
+	conn->wnd_base = conn->wnd_to_guest;
+	conn->wnd_written = 0;
 	low = MAX(conn->sndbuf / 4, 2u * conn->mss_to_guest);
 	if (conn->wnd_to_guest < low)
 		conn->flags |= TCP_C_WND_LOW | TCP_C_WANT_OUT;
 	else
 		conn->flags &= (uint16_t)~(TCP_C_WND_LOW | TCP_C_WANT_OUT);
 	return was_low && conn->wnd_to_guest > old;
+}
+
+/* tcp_wnd_update() - the window to the guest at the end of a batch, from
+ * the last measurement where that is close enough: while the guest has
+ * sent less than an eighth of the window measured last, the window keeps
+ * that measurement's right edge (what was written since is subtracted),
+ * which the real free space only exceeds, as the peer's ACKs free more;
+ * no SO_MEMINFO per request. Measured again after an eighth, and always
+ * while the window is low. Returns tcp_wnd_refresh()'s answer, or false. */
+static bool tcp_wnd_update(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if ((conn->flags & (TCP_C_WND_LOW | TCP_C_SHUT_WR)) ||
+	    conn->wnd_written >= conn->wnd_base / 8)
+		return tcp_wnd_refresh(c, fl);
+	conn->wnd_to_guest = conn->wnd_base - conn->wnd_written;
+	return false;
 }
 
 /* tcp_sock_opts() - options of a new host socket. */
@@ -536,6 +556,7 @@ static void tcp_flush_pending(struct ctx *c, struct flow *fl)
 		}
 		conn->seq_from_guest = seq_add(conn->seq_from_guest,
 					       (uint32_t)w);
+		conn->wnd_written += (uint32_t)w;
 		conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
 		conn->pend_bytes = 0;
 		/* An ACK may wait (tcp_delack()) unless the socket refused
@@ -809,15 +830,19 @@ static void tcp_batch_end(struct ctx *c, struct flow *fl)
 		tcp_consume(c, fl);
 	else
 		tcp_clamp_update(c, fl, false);
-	announce = tcp_wnd_refresh(c, fl);
+	announce = tcp_wnd_update(c, fl);
 	if (conn->ooo && tcp_ooo_continues(c->tcp.ooo, conn,
 					   conn->seq_from_guest))
 		conn->flags |= TCP_C_WANT_OUT;	/* in order, not yet written */
 	if (announce)
 		conn->flags |= TCP_C_ACK_NOW;
 	/* Data first: its segments carry the ACK (tcp_ack_sent() clears
-	 * ACK_NOW and the due state), a pure ACK only when none went. */
-	if (conn->flags & TCP_C_TX_NOW)
+	 * ACK_NOW and the due state), a pure ACK only when none went. No
+	 * SIOCINQ when the last read sent all the socket had (and no FIN is
+	 * owed): the guest's ACK or window cannot make more to send. */
+	if ((conn->flags & TCP_C_TX_NOW) &&
+	    (!conn->sock_sent || ((conn->flags & TCP_C_SOCK_EOF) &&
+				  !(conn->flags & TCP_C_FIN_SENT))))
 		tcp_data_to_guest(c, fl);
 	if (conn->flags & TCP_C_ACK_NOW)
 		tcp_send_flags(c, fl, TCP_F_ACK);
@@ -913,8 +938,10 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 		if (tcp_conn_finished(c, fl))
 			return;
 	}
-	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) {
+		conn->sock_sent = false;
 		tcp_data_to_guest(c, fl);
+	}
 	tcp_events_update(c, fl);
 }
 

@@ -120,6 +120,11 @@ struct tcp_conn {
 	seq_t ack_sent;			/* ACK field of our last segment */
 	uint32_t wnd_sent;		/* window (bytes) of our last segment */
 	uint8_t ack_state;		/* enum tcp_ack_state */
+	uint32_t wnd_base;		/* wnd_to_guest when last measured */
+	uint32_t wnd_written;		/* bytes written to the socket since */
+	bool sock_sent;			/* every byte in the socket was sent
+					 * to the guest, as of the last read
+					 * (new data wakes us: EPOLLET) */
 };
 
 /* An ACK for guest data written to the socket may wait a little for host

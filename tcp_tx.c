@@ -361,6 +361,7 @@ void tcp_rewind(struct ctx *c, struct flow *fl)
 	    !(conn->flags & TCP_C_FIN_ACKED))
 		conn->rewound--;
 	conn->seq_to_guest = conn->seq_acked_by_guest;
+	conn->sock_sent = false;
 	if (!(conn->flags & TCP_C_FIN_ACKED))
 		conn->flags &= (uint16_t)~TCP_C_FIN_SENT;
 	if (c->tcp.peek_off)
@@ -463,6 +464,7 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 		return 0;
 	*skip = (size_t)conn->consume + inflight;
 	if ((size_t)inq <= *skip) {
+		conn->sock_sent = true;
 		if (conn->flags & TCP_C_SOCK_EOF)
 			tcp_send_flags(c, fl, TCP_F_FIN | TCP_F_ACK);
 		return 0;
@@ -540,6 +542,7 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	tap_tx_commit_many_off(c, lens, keep, o);
 	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got);
 	conn->rewound -= (uint32_t)MIN((size_t)conn->rewound, got);
+	conn->sock_sent = got == avail;
 	*more = got == n && (n < avail || (conn->flags & TCP_C_SOCK_EOF) ||
 			     seq_diff(conn->seq_to_guest, conn->seq_acked_by_guest)
 			     >= (int32_t)conn->wnd_from_guest);
