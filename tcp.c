@@ -133,6 +133,12 @@ void tcp_events_update(struct ctx *c, struct flow *fl)
 	}
 	if (conn->state == TCP_CS_CONNECTING) {
 		want = EPOLLOUT;
+	} else if (conn->state == TCP_CS_SYNACK_SENT) {
+		/* Data (or EOF) the peer sends before the guest completes the
+		 * handshake wakes us once (EPOLLET), and is sent when it does;
+		 * registering it now saves a change at the handshake. */
+		if (!(conn->flags & TCP_C_SOCK_EOF))
+			want = EPOLLRDHUP | EPOLLIN;
 	} else if (conn->state == TCP_CS_ESTABLISHED) {
 		if (!(conn->flags & TCP_C_SOCK_EOF)) {
 			want |= EPOLLRDHUP;
@@ -399,16 +405,18 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 static void tcp_connect_done(struct ctx *c, struct flow *fl, uint32_t events)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(int);
 	int err = 0, mss = 0;
 
-	getsockopt(conn->sock, SOL_SOCKET, SO_ERROR, &err, &sl);
-	if (!err && (events & (EPOLLERR | EPOLLHUP)))
-		err = ECONNRESET;
-	sl = sizeof(ss);
-	if (!err && getpeername(conn->sock, (struct sockaddr *)&ss, &sl))
-		return;		/* spurious: still connecting */
+	/* A non-blocking connect() reports EPOLLOUT alone once connected,
+	 * EPOLLERR/EPOLLHUP when it failed. */
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		getsockopt(conn->sock, SOL_SOCKET, SO_ERROR, &err, &sl);
+		if (!err)
+			err = ECONNRESET;
+	} else if (!(events & EPOLLOUT)) {
+		return;
+	}
 	if (err) {
 		debug("tcp: connect failed: %s", strerror(err));
 		c->tcp.st.refused++;
@@ -913,10 +921,12 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 	}
 	if ((events & (EPOLLERR | EPOLLHUP)) && tcp_sock_error(c, fl, events))
 		return;
-	if (conn->state != TCP_CS_ESTABLISHED)
-		return;
-	if (events & EPOLLRDHUP)
+	if (events & EPOLLRDHUP)	/* also before the handshake completes */
 		conn->flags |= TCP_C_SOCK_EOF;
+	if (conn->state != TCP_CS_ESTABLISHED) {
+		tcp_events_update(c, fl);
+		return;
+	}
 	if (events & EPOLLOUT) {
 		/* Room again: queued bytes a short write left behind go
 		 * first, then the guest hears about the window. */
