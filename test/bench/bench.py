@@ -19,7 +19,8 @@ stall must not hide behind a median). A backend that fails to start, or
 a path it cannot do, gives n/a with the reason; the run goes on.
 
 Environment: BENCH_RUNS (N, default 3), BENCH_TIME (seconds per run,
-default 3), BENCH_QUICK=1 (N=1, 2 s, a subset: ~2 minutes),
+default 2; the UDP rate search probes for 1 s less), BENCH_QUICK=1 (N=1,
+a subset: ~2 minutes),
 BENCH_TOOLS (comma list, default veth,ferry,pasta,slirp4netns),
 BENCH_VM=0/1 (the VM-mode rows: ferry vm and passt with the qemu guest;
 default 1, 0 in quick mode),
@@ -105,7 +106,7 @@ class Bench:
         quick = os.environ.get("BENCH_QUICK") == "1"
         self.quick = quick
         self.n = int(os.environ.get("BENCH_RUNS", "1" if quick else "3"))
-        self.secs = int(os.environ.get("BENCH_TIME", "2" if quick else "3"))
+        self.secs = int(os.environ.get("BENCH_TIME", "2"))
         self.tools = os.environ.get("BENCH_TOOLS", "veth,ferry,pasta,slirp4netns").split(",")
         only = os.environ.get("BENCH_ONLY")
         self.vm = os.environ.get("BENCH_VM", "0" if quick else "1") == "1"
@@ -114,6 +115,7 @@ class Bench:
         self.work = os.path.join(self.out, "work")
         os.makedirs(self.work, exist_ok=True)
         self.root = ROOT
+        self.row_secs = {}	# row id -> seconds its measurements took
         self.ferry = os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry"))
         self.pingpong = os.path.join(self.out, "pingpong")
         self.udpblast = os.path.join(self.out, "udpblast")
@@ -169,7 +171,7 @@ class Bench:
             return measure.iperf(be, row.fam, self.secs, reverse=a["reverse"], udp_rate=1e9)
         if row.kind == "udpmax":
             return measure.udp_search(be, row.fam, max(1, self.secs - 1), a["reverse"],
-                                      5e8, 4 if self.quick else 6)
+                                      5e8, 4 if self.quick else 5)
         if row.kind == "udpblast":
             return measure.udpblast(be, row.fam, self.secs, a["reverse"], self.udpblast,
                                     self.work)
@@ -233,9 +235,11 @@ class Bench:
         try:
             for row in rows:
                 self.log(f"-- {row.id}: {row.label}")
+                t0 = time.time()
                 for run in range(self.n):
                     for be in bes:
                         self.one(be, row, run)
+                self.row_secs[row.id] = round(time.time() - t0, 1)
         finally:
             for be in bes:
                 rss = be.peak_rss_kib()

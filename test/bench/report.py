@@ -51,6 +51,7 @@ def meta(b, elapsed):
         "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(),
         "command": "make bench" + (" (BENCH_QUICK=1)" if b.quick else ""),
         "runs": b.n, "seconds_per_run": b.secs, "elapsed_s": round(elapsed),
+        "row_secs": getattr(b, "row_secs", {}),
         "ferry": _ver([b.ferry, "--version"]), "pasta": _pkg("passt"),
         "slirp4netns": _pkg("slirp4netns"), "iperf3": _pkg("iperf3"),
         "sockperf": _pkg("sockperf"), "wrk": _pkg("wrk"), "nginx": _pkg("nginx-light"),
