@@ -456,7 +456,10 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 	int inq = 0;
 
 	if (inflight >= wnd) {
+		/* Stalled takes EPOLLIN off the socket: data arriving now
+		 * goes unreported, so the next read must look. */
 		conn->flags |= TCP_C_STALLED | TCP_C_WAS_ZERO;
+		conn->sock_sent = false;
 		return 0;
 	}
 	conn->flags &= (uint16_t)~TCP_C_STALLED;

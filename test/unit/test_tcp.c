@@ -41,6 +41,7 @@ struct tguest {
 	bool v6;
 	uint16_t sport, dport;
 	uint32_t seq, ack;	/* next seq we send, what we acknowledge */
+	uint16_t wnd;		/* window field we send, 0: 65535 */
 };
 
 /* guest_frame() - a frame from the guest at f: seq, flags, options,
@@ -58,7 +59,7 @@ static size_t guest_frame(struct tguest *g, uint8_t *f, uint32_t seq,
 	wr32(l4 + 8, (flags & TCP_F_ACK) ? g->ack : 0);
 	l4[12] = (uint8_t)(((TCP_HLEN + optlen) / 4) << 4);
 	l4[13] = flags;
-	wr16(l4 + 14, 65535);
+	wr16(l4 + 14, g->wnd ? g->wnd : 65535);
 	if (optlen)
 		memcpy(l4 + TCP_HLEN, opts, optlen);
 	if (len)
@@ -337,6 +338,43 @@ TEST(tcp_delayed_ack)
 	CHECK_EQ(p.payload_len, 0);
 	advance(c, TCP_DELACK_MS + 1);
 	CHECK_EQ(test_tx_n(c), 1);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* The guest's window fills exactly as the socket runs dry; more host
+ * data arrives while we wait for the guest (EPOLLIN is off then); the
+ * guest's ACK that opens the window sends it. */
+TEST(tcp_data_after_stall)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40008 };
+	static char d[1536];
+	uint32_t isn;
+	struct pkt p;
+	int ls = listener(false, &g.dport), a;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	g.wnd = 8;			/* << 7 (handshake): 1024 bytes */
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	memset(d, 'd', sizeof(d));
+	CHECK_EQ(send(a, d, 1024, 0), 1024);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 1024);
+	CHECK(c->flows.count[FLOW_TCP] == 1);
+	CHECK_EQ(send(a, d + 1024, 512, 0), 512);
+	pump(c, 100, 2);		/* the window is full: nothing */
+	CHECK_EQ(test_tx_n(c), 1);
+	test_tx_reset(c);
+	g.ack += 1024;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 512);
+	CHECK_EQ(p.tcp.seq, isn + 1 + 1024);
 	close(a);
 	close(ls);
 	tcp_test_free(c);
