@@ -2,8 +2,10 @@
  *
  * main() picks the mode (ferry ns | ferry vm, or the program name pasta /
  * passt), parses the configuration, sets up the guest link and the
- * protocol modules, detaches (unless in the foreground) and runs the event
- * loop (loop.c). All state is in one struct ctx, allocated once here.
+ * protocol modules and every forwarding listener, detaches (unless in the
+ * foreground), only then lets the namespace command run, and runs the
+ * event loop (loop.c). All state is in one struct ctx, allocated once
+ * here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,7 +100,7 @@ int main(int argc, char **argv)
 {
 	struct ctx *c;
 	enum mode mode;
-	int skip;
+	int skip, go = -1;
 
 	skip = pick_mode(argc, argv, &mode);
 	/* The context is large (port maps): allocate it once, zeroed. */
@@ -128,13 +130,16 @@ int main(int argc, char **argv)
 #endif
 	signals_init(c);
 
+	/* Every listener exists before the command runs (ns_run_command()):
+	 * it may connect to a -T/-U port at once. */
 	if (mode == MODE_NS) {
-		ns_start(c);
+		go = ns_start(c);
 		udp_ns_init(c);
 	} else
 		vm_start(c);
 	tcp_fwd_init(c);
 	daemonize(c);
+	ns_run_command(go);
 
 	loop(c);
 	if (mode == MODE_VM)

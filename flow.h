@@ -54,6 +54,14 @@ static inline bool inany_is4(const union inany *a)
 	return IN6_IS_ADDR_V4MAPPED(&a->a6);
 }
 
+/* inany_is_loopback() - 127.0.0.0/8 or ::1? */
+static inline bool inany_is_loopback(const union inany *a)
+{
+	if (inany_is4(a))
+		return (ntohl(a->v4m.a4.s_addr) >> 24) == 127;
+	return IN6_IS_ADDR_LOOPBACK(&a->a6);
+}
+
 static inline bool inany_eq(const union inany *a, const union inany *b)
 {
 	return !memcmp(a, b, sizeof(*a));

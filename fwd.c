@@ -23,8 +23,15 @@
  *
  * Errors name the offending part of the value; on error *f may be left
  * partly updated (the caller exits).
+ *
+ * Also here, shared by tcp_fwd.c and udp_fwd.c because it is about specs
+ * and not sockets: where a forwarded port's listener binds
+ * (fwd_bind_addr()), and the retry set of listeners that could not be
+ * opened yet (struct fwd_retry: which failures are worth retrying, and a
+ * capped exponential backoff per direction).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,4 +340,72 @@ bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 	}
 	apply_excl(f);
 	return true;
+}
+
+bool fwd_bind_addr(const struct fwd_spec *f, uint16_t port, bool v6, bool lo,
+		   struct in6_addr *a6, struct in_addr *a4, const char **ifname)
+{
+	const struct fwd_bind *b = fwd_port_bind(f, port);
+	bool any = !b->has_addr4 && !b->has_addr6;
+
+	*ifname = b->ifname[0] ? b->ifname : NULL;
+	if (!any && (v6 ? !b->has_addr6 : !b->has_addr4))
+		return false;
+	if (v6)
+		*a6 = !any ? b->addr6 : lo ? in6addr_loopback : in6addr_any;
+	else
+		a4->s_addr = !any ? b->addr4.s_addr
+				  : htonl(lo ? INADDR_LOOPBACK : INADDR_ANY);
+	return true;
+}
+
+bool fwd_retriable(int err)
+{
+	switch (err) {
+	case EADDRINUSE: case EADDRNOTAVAIL: case ENODEV:
+	case EMFILE: case ENFILE: case ENOBUFS: case ENOMEM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool fwd_retry_mark(struct fwd_retry *r, uint16_t port, bool on, int64_t now)
+{
+	uint64_t bit = PORT_BIT(port);
+	bool was = PORT_BITS(r->map, port) & bit;
+
+	if (on && !was) {
+		PORT_BITS(r->map, port) |= bit;
+		r->shift = 0;
+		r->due_ms = now + FWD_RETRY_MS;
+		r->pending = true;
+	} else if (!on) {
+		PORT_BITS(r->map, port) &= ~bit;
+	}
+	return was;
+}
+
+int64_t fwd_retry_round(struct fwd_retry *r, int64_t now)
+{
+	unsigned int w;
+
+	r->pending = false;
+	for (w = 0; w < FWD_BITMAP_WORDS && !r->pending; w++)
+		r->pending = r->map[w] != 0;
+	if (!r->pending)
+		return INT64_MAX;
+	if (r->due_ms <= now) {		/* a round happened: back off */
+		if ((FWD_RETRY_MS << r->shift) < FWD_RETRY_MAX_MS)
+			r->shift++;
+		r->due_ms = now + (FWD_RETRY_MS << r->shift);
+	}
+	return r->due_ms - now;
+}
+
+int64_t fwd_retry_left(const struct fwd_retry *r, int64_t now)
+{
+	if (!r->pending)
+		return INT64_MAX;
+	return r->due_ms > now ? r->due_ms - now : 0;
 }

@@ -72,4 +72,40 @@ static inline uint16_t fwd_target(const struct fwd_spec *f, uint16_t port)
 	return (uint16_t)(port + f->delta[port]);
 }
 
+/* fwd_bind_addr() - where the listener of a forwarded port binds in
+ * family v6: the port's BIND address, else any address (lo: the
+ * loopback, for -T/-U), and its interface (NULL: none). False if the
+ * BIND address excludes that family. */
+bool fwd_bind_addr(const struct fwd_spec *f, uint16_t port, bool v6, bool lo,
+		   struct in6_addr *a6, struct in_addr *a4, const char **ifname);
+
+/* Listeners that could not be opened (port taken, address or interface
+ * not there yet) are retried, per direction, FWD_RETRY_MS after the
+ * failure and then with a doubling period up to FWD_RETRY_MAX_MS, for as
+ * long as the port is forwarded. Times are on the caller's ms clock. */
+#define FWD_RETRY_MS		1000
+#define FWD_RETRY_MAX_MS	8000
+
+struct fwd_retry {
+	uint64_t map[FWD_BITMAP_WORDS];	/* ports with a listener to retry */
+	bool pending;			/* map is not empty */
+	unsigned int shift;		/* period: FWD_RETRY_MS << shift */
+	int64_t due_ms;			/* next round */
+};
+
+/* fwd_retriable() - is a failure to open a listener (errno err) worth
+ * retrying: something that may change (port in use, address or
+ * interface missing, out of fds), not a refusal (permission, family). */
+bool fwd_retriable(int err);
+/* fwd_retry_mark() - add (on) or remove port; a newly added port makes
+ * the next round due FWD_RETRY_MS after now. Returns true if the port
+ * was waiting before. */
+bool fwd_retry_mark(struct fwd_retry *r, uint16_t port, bool on, int64_t now);
+/* fwd_retry_round() - a round was made at now: recompute pending, back
+ * off. Returns ms until the next round, INT64_MAX when none. */
+int64_t fwd_retry_round(struct fwd_retry *r, int64_t now);
+/* fwd_retry_left() - ms until the next round is due (0: due now),
+ * INT64_MAX when nothing waits. */
+int64_t fwd_retry_left(const struct fwd_retry *r, int64_t now);
+
 #endif /* FERRY_FWD_H */

@@ -191,6 +191,33 @@ bool nat_guest_addr(const struct ctx *c, const union inany *seen,
 	return !in6_is_unspec(g6);
 }
 
+bool nat_splice_dst(const struct ctx *c, bool v6, union inany *a)
+{
+	struct in_addr lo = { htonl(INADDR_LOOPBACK) };
+
+	if (c->conf.host_lo_to_ns_lo) {
+		if (v6)
+			inany_from6(a, &in6addr_loopback);
+		else
+			inany_from4(a, lo);
+		return true;
+	}
+	if (v6) {
+		const struct in6_addr *g = &c->conf.ip6.addr;
+
+		if (in6_is_unspec(g))
+			g = &c->guest_seen6;
+		inany_from6(a, g);
+		return !in6_is_unspec(g);
+	}
+	struct in_addr g4 = c->conf.ip4.addr;
+
+	if (in4_is_unspec(&g4))
+		g4 = c->guest_seen4;
+	inany_from4(a, g4);
+	return !in4_is_unspec(&g4);
+}
+
 /* nat_inbound_fwd() - how the guest sees a host-side client address:
  * mapped by nat_inbound_l4(); a loopback client that nothing maps, or one
  * using the address the guest shares with the host, appears as the

@@ -40,4 +40,12 @@ union inany nat_inbound_fwd(const struct ctx *c, const union inany *peer,
 bool nat_guest_addr(const struct ctx *c, const union inany *seen,
 		    union inany *a);
 
+/* nat_splice_dst() - namespace mode: where a connection or datagram from
+ * the host's loopback to a -t/-u port goes inside the namespace (over its
+ * lo, never the tap): the guest's own address, or with --host-lo-to-ns-lo
+ * its loopback (pasta's meaning: a service bound only to the guest's
+ * loopback is not exposed unless asked). False when the guest's address
+ * of that family is not known. */
+bool nat_splice_dst(const struct ctx *c, bool v6, union inany *a);
+
 #endif /* FERRY_NAT_H */

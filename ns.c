@@ -11,7 +11,9 @@
  *   ferry), unshare()s CLONE_NEWUSER | CLONE_NEWNET, maps the caller's
  *   uid/gid to root inside (setgroups denied, as "unshare -r" does),
  *   reports readiness on a pipe and then blocks on a second pipe until
- *   the tap exists and is configured; then it execs the command. Its
+ *   ferry's whole set-up is done (tap configured, every forwarding
+ *   listener open: ns_run_command()); then it execs the command, which
+ *   can use -T/-U ports from its first instruction. Its
  *   pidfd is the EREF_CHILD event: ns_child_handler() reaps it and ferry
  *   exits with its status (128 + signal if it was killed).
  *
@@ -568,7 +570,7 @@ static void ns_watch(struct ctx *c)
 		die("epoll: %s", strerror(errno));
 }
 
-void ns_start(struct ctx *c)
+int ns_start(struct ctx *c)
 {
 	union eref lref = { .type = EREF_LINK }, cref = { .type = EREF_CHILD };
 	bool join = c->conf.ns_pid || c->conf.netns_path[0];
@@ -598,10 +600,17 @@ void ns_start(struct ctx *c)
 
 	if (join) {
 		ns_watch(c);
-		return;
+		return -1;
 	}
 	if (ep_add(c, c->child_pidfd, EPOLLIN, cref))
 		die("epoll: %s", strerror(errno));
+	return go;
+}
+
+void ns_run_command(int go)
+{
+	if (go < 0)
+		return;
 	if (write_all(go, "g", 1))
 		die("cannot start the command: %s", strerror(errno));
 	close(go);

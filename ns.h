@@ -7,9 +7,13 @@
 struct ctx;
 
 /* ns_start() - create (or join) the guest's user and network namespace,
- * create the tap device there, configure it (--config-net), attach it as
- * the guest link and start the command. Exits with a message on failure. */
-void ns_start(struct ctx *c);
+ * create the tap device there, configure it (--config-net) and attach it
+ * as the guest link. Exits with a message on failure. Returns the fd
+ * that releases the command (ns_run_command()), -1 when joining. */
+int ns_start(struct ctx *c);
+/* ns_run_command() - let the command start, once everything it may use
+ * (forwarded ports in both directions) is set up. go: from ns_start(). */
+void ns_run_command(int go);
 /* ns_call() - run fn(arg) in a helper task inside the guest's user and
  * network namespaces (ns mode, after ns_start()): sockets it opens are
  * ferry's (shared fd table) and stay in the guest namespace; it shares

@@ -13,6 +13,15 @@
  * (direction, family, port) to the listener, so ports can be closed again
  * and each direction can tell its own listeners from the user's.
  *
+ * A listener that cannot be opened because of something that may change
+ * (port taken, address or interface missing: fwd_retriable()) is retried
+ * from the timer with backoff (struct fwd_retry, fwd.c) for as long as
+ * its port is forwarded; its slot holds -errno meanwhile. An explicit -t
+ * port warns once when a family fails and says when it works; one that
+ * opens in no family at start-up is fatal, as in pasta (podman -p
+ * expects a busy host port to fail loudly). "all" and "auto" retry
+ * quietly.
+ *
  * "auto" re-reads /proc/net/tcp and tcp6 every TCP_FWD_SCAN_MS: for -t the
  * namespace's files (opened once by the helper task: a /proc/net file
  * stays bound to the namespace it was opened in), for -T the host's.
@@ -99,23 +108,31 @@ static int listen_sock(const union inany *a, uint16_t port, const char *ifname,
 }
 
 /* bind_addr() - where dir's listener for port binds in family v6: false
- * if the spec's bind address excludes that family. */
+ * if the spec's bind address excludes that family (fwd_bind_addr()). */
 static bool bind_addr(const struct ctx *c, enum tcp_fwd_dir dir, bool v6,
 		      uint16_t port, union inany *a, const char **ifname)
 {
-	const struct fwd_bind *b = fwd_port_bind(spec_of(c, dir), port);
-	bool any = !b->has_addr4 && !b->has_addr6;
+	struct in6_addr a6;
+	struct in_addr a4;
 
-	*ifname = b->ifname[0] ? b->ifname : NULL;
-	if (!any && (v6 ? !b->has_addr6 : !b->has_addr4))
+	if (!fwd_bind_addr(spec_of(c, dir), port, v6, dir == TCP_FWD_OUT,
+			   &a6, &a4, ifname))
 		return false;
 	if (v6)
-		inany_from6(a, !any ? &b->addr6 : dir == TCP_FWD_OUT ?
-				&in6addr_loopback : &in6addr_any);
+		inany_from6(a, &a6);
 	else
-		inany_from4(a, !any ? b->addr4 : (struct in_addr){
-			dir == TCP_FWD_OUT ? htonl(INADDR_LOOPBACK) : 0 });
+		inany_from4(a, a4);
 	return true;
+}
+
+static bool in_map(const uint64_t *map, uint16_t port)
+{
+	return map[port / 64] >> (port % 64) & 1;
+}
+
+static const char *opt_name(enum tcp_fwd_dir dir)
+{
+	return dir == TCP_FWD_IN ? "-t" : "-T";
 }
 
 /* for_each_port() - iterate the ports set in a FWD_BITMAP_WORDS map. */
@@ -132,9 +149,9 @@ struct open_job {
 	const uint64_t *map;
 };
 
-/* open_job() - open the listeners of job->map in the calling task's
- * namespace; a new one's slot in lfd[] gets (fd + 1) | LFD_NEW, a failure
- * -errno. */
+/* open_job() - open the listeners of job->map that are not open (none
+ * yet, or failed before) in the calling task's namespace; a new one's
+ * slot in lfd[] gets (fd + 1) | LFD_NEW, a failure -errno. */
 static int open_job(void *arg)
 {
 	struct open_job *j = arg;
@@ -160,58 +177,90 @@ static int open_job(void *arg)
 	return 0;
 }
 
-/* register_slot() - put a listener open_job() made into the loop; report
- * a failure unless quiet. */
-static void register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
-			  uint16_t port, bool quiet)
+/* register_slot() - put a listener open_job() made into the loop (again:
+ * the port was waiting for a retry: say it works now). Returns the errno
+ * of a failure to open it, else 0; a failure worth retrying stays in the
+ * slot as -errno, any other clears it. */
+static int register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
+			 uint16_t port, bool again)
 {
 	int32_t *slot = &c->tcp_fwd.lfd[lfd_idx(dir, v6, port)];
 	union eref ref = { .type = EREF_TCP_LISTEN,
 			   .side = (uint8_t)(v6 | dir << 1), .aux = port };
-	int fd;
+	int fd, rc, err;
 
 	if (*slot < 0) {
-		if (!quiet)
-			warn("tcp: cannot forward %s port %u (IPv%d): %s",
-			     dir == TCP_FWD_IN ? "-t" : "-T", port, v6 ? 6 : 4,
-			     strerror(-*slot));
-		*slot = 0;
-		return;
+		err = -*slot;
+		if (!fwd_retriable(err))
+			*slot = 0;
+		return err;
 	}
 	if (!(*slot & LFD_NEW))
-		return;
+		return 0;
 	fd = (*slot & ~LFD_NEW) - 1;
 	ref.idx = (uint32_t)fd;
-	if (ep_add(c, fd, EPOLLIN, ref)) {
+	if ((rc = ep_add(c, fd, EPOLLIN, ref))) {
 		close(fd);
-		*slot = 0;
-		return;
+		*slot = rc;
+		return register_slot(c, dir, v6, port, again);
 	}
 	*slot = fd + 1;
 	c->tcp_fwd.st.listeners++;
+	if (again)
+		info("tcp: %s port %u (IPv%d) forwarded now", opt_name(dir),
+		     port, v6 ? 6 : 4);
+	return 0;
 }
 
+#define OPEN_QUIET	1	/* "all", "auto", retries: no warnings */
+#define OPEN_FATAL	2	/* exit if a port opens in no family */
+
 /* open_ports() - listeners for the ports in map (in the namespace for
- * TCP_FWD_OUT), registered with the loop. quiet: no warning per failure
- * ("all" and "auto" meet ports in use). */
+ * TCP_FWD_OUT), registered with the loop; failures worth it join the
+ * retry set. how: OPEN_QUIET, OPEN_FATAL (explicit -t ports at start-up:
+ * see the man page). */
 static void open_ports(struct ctx *c, enum tcp_fwd_dir dir,
-		       const uint64_t *map, bool quiet)
+		       const uint64_t *map, unsigned int how)
 {
+	struct tcp_fwd_state *fs = &c->tcp_fwd;
+	struct fwd_retry *r = &fs->retry[dir];
 	struct open_job j = { c, dir, map };
+	int64_t now = tcp_now_ms(c);
 	unsigned int w, b;
 	uint16_t port = 0;
-	int rc;
+	int rc, v6;
 
 	rc = dir == TCP_FWD_OUT ? ns_call(c, open_job, &j) : open_job(&j);
-	if (rc)
+	if (rc) {
 		warn("tcp: cannot open -T listeners: %s", strerror(-rc));
+		return;
+	}
 	for_each_port(map, w, b, port) {
-		register_slot(c, dir, false, port, quiet || rc);
-		register_slot(c, dir, true, port, quiet || rc);
+		bool again = in_map(r->map, port), up = false, wait = false;
+		int err[2];
+
+		for (v6 = 0; v6 < 2; v6++) {
+			int32_t s;
+
+			err[v6] = register_slot(c, dir, v6, port, again);
+			s = fs->lfd[lfd_idx(dir, v6, port)];
+			up |= s > 0;
+			wait |= s < 0;
+		}
+		fwd_retry_mark(r, port, wait, now);
+		if ((how & OPEN_FATAL) && !up && (err[0] || err[1]))
+			die("tcp: cannot forward %s port %u: %s", opt_name(dir),
+			    port, strerror(err[0] ? err[0] : err[1]));
+		for (v6 = 0; v6 < 2; v6++)
+			if (err[v6] && !(how & OPEN_QUIET) && !again)
+				warn("tcp: cannot forward %s port %u (IPv%d): "
+				     "%s%s", opt_name(dir), port, v6 ? 6 : 4,
+				     strerror(err[v6]),
+				     fwd_retriable(err[v6]) ? ", retrying" : "");
 	}
 }
 
-/* close_port() - close dir's listeners of port. */
+/* close_port() - close dir's listeners of port, forget its retries. */
 static void close_port(struct ctx *c, enum tcp_fwd_dir dir, uint16_t port)
 {
 	int v6;
@@ -219,12 +268,13 @@ static void close_port(struct ctx *c, enum tcp_fwd_dir dir, uint16_t port)
 	for (v6 = 0; v6 < 2; v6++) {
 		int32_t *slot = &c->tcp_fwd.lfd[lfd_idx(dir, v6, port)];
 
-		if (*slot <= 0)
-			continue;
-		ep_del(c, *slot - 1);
-		close(*slot - 1);
+		if (*slot > 0) {
+			ep_del(c, *slot - 1);
+			close(*slot - 1);
+		}
 		*slot = 0;
 	}
+	fwd_retry_mark(&c->tcp_fwd.retry[dir], port, false, 0);
 }
 
 /* listening() - does dir have a listener of its own on port? */
@@ -268,24 +318,49 @@ static void auto_scan(struct ctx *c, enum tcp_fwd_dir dir)
 		have[w] = want[w];
 	}
 	if (any)
-		open_ports(c, dir, add, true);
+		open_ports(c, dir, add, OPEN_QUIET);
+}
+
+/* retry_timer() - a retry round for dir's listeners if due. Returns
+ * the ms until the next one, INT64_MAX when none waits. */
+static int64_t retry_timer(struct ctx *c, enum tcp_fwd_dir dir, int64_t now)
+{
+	struct fwd_retry *r = &c->tcp_fwd.retry[dir];
+	uint64_t map[FWD_BITMAP_WORDS];
+	int64_t left = fwd_retry_left(r, now);
+
+	if (left)
+		return left;
+	memcpy(map, r->map, sizeof(map));
+	open_ports(c, dir, map, OPEN_QUIET);
+	return fwd_retry_round(r, now);
 }
 
 void tcp_fwd_timer(struct ctx *c)
 {
 	struct tcp_fwd_state *fs = &c->tcp_fwd;
-	int64_t now = tcp_now_ms(c);
+	int64_t now = tcp_now_ms(c), next = INT64_MAX, left;
+	int dir;
 
-	if (!fs->ready || (fs->proc[0][0] < 0 && fs->proc[0][1] < 0 &&
-			   fs->proc[1][0] < 0 && fs->proc[1][1] < 0))
+	if (!fs->ready)
 		return;
-	if (now >= fs->next_scan_ms) {
-		auto_scan(c, TCP_FWD_IN);
-		auto_scan(c, TCP_FWD_OUT);
-		fs->st.scans++;
-		fs->next_scan_ms = now + TCP_FWD_SCAN_MS;
+	if (fs->proc[0][0] >= 0 || fs->proc[0][1] >= 0 ||
+	    fs->proc[1][0] >= 0 || fs->proc[1][1] >= 0) {
+		if (now >= fs->next_scan_ms) {
+			auto_scan(c, TCP_FWD_IN);
+			auto_scan(c, TCP_FWD_OUT);
+			fs->st.scans++;
+			fs->next_scan_ms = now + TCP_FWD_SCAN_MS;
+		}
+		next = fs->next_scan_ms;
 	}
-	timer_request(c, MAX(fs->next_scan_ms - now, 1));
+	for (dir = TCP_FWD_IN; dir <= TCP_FWD_OUT; dir++)
+		if ((left = retry_timer(c, dir, now)) != INT64_MAX)
+			next = MIN(next, now + left);
+	if ((left = tcp_splice_timer(c, now)) != INT64_MAX)
+		next = MIN(next, now + left);
+	if (next != INT64_MAX)
+		timer_request(c, MAX(next - now, 1));
 }
 
 /* proc_job() - open /proc/net/tcp and tcp6 of the calling task's network
@@ -315,8 +390,11 @@ void tcp_fwd_init(struct ctx *c)
 
 		if (dir == TCP_FWD_OUT && !ns)
 			break;
-		if (f->mode == FWD_SPEC || f->mode == FWD_ALL)
-			open_ports(c, dir, f->map, f->mode == FWD_ALL);
+		if (f->mode == FWD_ALL)
+			open_ports(c, dir, f->map, OPEN_QUIET);
+		else if (f->mode == FWD_SPEC)
+			open_ports(c, dir, f->map,
+				   dir == TCP_FWD_IN ? OPEN_FATAL : 0);
 		if (f->mode != FWD_AUTO || !ns)
 			continue;
 		if (dir == TCP_FWD_IN)
@@ -427,14 +505,6 @@ bool tcp_fwd_syn_timeout(struct ctx *c, struct flow *fl)
 	return false;
 }
 
-/* is_loopback() - is a a loopback address (127/8, ::1)? */
-static bool is_loopback(const union inany *a)
-{
-	if (inany_is4(a))
-		return (ntohl(a->v4m.a4.s_addr) >> 24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(&a->a6);
-}
-
 void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 {
 	union eref ref = { .u64 = ref64 };
@@ -462,7 +532,7 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 		c->tcp_fwd.st.accepted++;
 		inany_from_sa(&sa, &peer, &pport);
 		if (dir == TCP_FWD_OUT ||
-		    (c->conf.mode == MODE_NS && is_loopback(&peer)))
+		    (c->conf.mode == MODE_NS && inany_is_loopback(&peer)))
 			tcp_splice_start(c, s, v6, port, dir);
 		else
 			fwd_to_guest(c, s, &peer, pport, port);
@@ -473,15 +543,17 @@ void tcp_fwd_stats_log(const struct ctx *c)
 {
 	const struct tcp_fwd_stats *s = &c->tcp_fwd.st;
 
-	if (!s->listeners && !s->accepted)
+	if (!s->listeners && !s->accepted && !s->scans)
 		return;
 	info("stats: tcp forwarding listeners %llu accepted %llu to guest "
-	     "%llu spliced %llu refused %llu splice resets %llu scans %llu",
+	     "%llu spliced %llu refused %llu splice resets %llu scans %llu "
+	     "idle resets %llu",
 	     (unsigned long long)s->listeners,
 	     (unsigned long long)s->accepted,
 	     (unsigned long long)s->to_guest,
 	     (unsigned long long)s->spliced,
 	     (unsigned long long)s->refused,
 	     (unsigned long long)s->splice_rst,
-	     (unsigned long long)s->scans);
+	     (unsigned long long)s->scans,
+	     (unsigned long long)s->splice_idle);
 }

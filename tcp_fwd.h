@@ -33,13 +33,17 @@ struct tcp_fwd_stats {
 	uint64_t spliced;		/* ... that were spliced loopback<->loopback */
 	uint64_t refused;		/* ... that could not be forwarded */
 	uint64_t splice_rst;		/* spliced connections aborted */
+	uint64_t splice_idle;		/* ... of which for inactivity */
 	uint64_t scans;			/* auto-detection rounds */
 };
 
 struct tcp_fwd_state {
 	bool ready;			/* tcp_fwd_init() ran */
-	/* Listener fds + 1 (0: none), index lfd_idx(dir, v6, port). */
+	/* Listener fds + 1 (0: none, -errno: failed, to be retried),
+	 * index lfd_idx(dir, v6, port). */
 	int32_t *lfd;
+	/* Ports whose listener failed to open, retried per direction. */
+	struct fwd_retry retry[2];
 	/* Ports opened by "auto", per direction (closed when they go). */
 	uint64_t auto_map[2][FWD_BITMAP_WORDS];
 	/* /proc/net/tcp and tcp6 fds, [dir][v6], -1 if unused: TCP_FWD_IN
@@ -60,7 +64,8 @@ struct tcp_fwd_state {
 void tcp_fwd_init(struct ctx *c);
 /* tcp_fwd_listen_handler() - EREF_TCP_LISTEN: accept and forward. */
 void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref, uint32_t events);
-/* tcp_fwd_timer() - periodic "auto" detection. */
+/* tcp_fwd_timer() - periodic "auto" detection, retries of listeners
+ * that failed to open, idle spliced connections. */
 void tcp_fwd_timer(struct ctx *c);
 /* tcp_fwd_synack() - the guest's answer to our SYN on a forwarded
  * connection (state TCP_CS_SYN_TO_GUEST). Returns true when the
@@ -86,5 +91,9 @@ void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
 /* tcp_splice_handler() - EREF_TCP_SPLICE: move data, propagate EOF and
  * resets. */
 void tcp_splice_handler(struct ctx *c, uint64_t ref, uint32_t events);
+/* tcp_splice_timer() - reset spliced connections idle for TCP_IDLE_MS
+ * (now: tcp_now_ms()). Returns ms until the next may expire, INT64_MAX
+ * when there are none. */
+int64_t tcp_splice_timer(struct ctx *c, int64_t now);
 
 #endif /* FERRY_TCP_FWD_H */

@@ -5,10 +5,12 @@
  * Theory of operation
  *
  * A FLOW_TCP_SPLICE flow holds two connected sockets: s[0], accepted by a
- * forwarding listener, and s[1], ferry's connection to the other side's
- * loopback at the target port (made inside the namespace for -t, from
- * the pool of sockets a helper task created there; an ordinary host
- * socket for -T). Bytes of direction d flow from s[d] to s[!d] through a
+ * forwarding listener, and s[1], ferry's connection to the target port
+ * on the other side: for -t inside the namespace, from the pool of
+ * sockets a helper task created there, to the guest's own address (its
+ * loopback with --host-lo-to-ns-lo: nat_splice_dst(), as for UDP), which
+ * the namespace routes over its lo; for -T an ordinary host socket to the
+ * host's loopback. Bytes of direction d flow from s[d] to s[!d] through a
  * pipe of their own (pipe[d], at most TCP_SPLICE_PIPE bytes): splice()
  * moves page references, not bytes, so nothing is copied in user space
  * and nothing is buffered beyond the two sockets and the pipe.
@@ -24,7 +26,10 @@
  * of that direction is empty (half-close); when both directions are shut,
  * both sockets are closed. An error on either socket (a reset, a failed
  * connect) aborts: both sockets are closed with SO_LINGER 0, so the
- * other peer gets an RST too and no TIME_WAIT is left behind.
+ * other peer gets an RST too and no TIME_WAIT is left behind. So does
+ * inactivity: a connection on which nothing happened for TCP_IDLE_MS
+ * (as for connections through the guest link, tcp.c) is reset from the
+ * forwarding timer (tcp_splice_timer()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +40,7 @@
 
 #include "ferry.h"
 #include "log.h"
+#include "nat.h"
 #include "ns.h"
 #include "tcp_conn.h"
 #include "util.h"
@@ -56,8 +62,11 @@ struct tcp_splice {
 	int pipe[2][2];			/* [direction][read end, write end] */
 	uint32_t fill[2];		/* bytes in pipe[d] */
 	uint32_t ev[2];			/* epoll events registered for s[i] */
+	int64_t last_ms;		/* last event (tcp_now_ms()) */
 	uint16_t flags;
 };
+
+_Static_assert(sizeof(struct tcp_splice) <= FLOW_PRIV_SIZE, "fits a flow");
 
 static struct tcp_splice *spl_of(struct flow *fl)
 {
@@ -240,6 +249,7 @@ void tcp_splice_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 	if (!fl || fl->f.type != FLOW_TCP_SPLICE)
 		return;
 	sp = spl_of(fl);
+	sp->last_ms = tcp_now_ms(c);
 	if (sp->flags & SPL_CONNECTING) {
 		if (!i) {		/* only errors: the client left */
 			if (events & (EPOLLERR | EPOLLHUP))
@@ -279,19 +289,25 @@ static int spl_pipes(struct tcp_splice *sp)
 	return 0;
 }
 
-/* spl_connect() - the socket towards the other side's loopback at port,
- * connecting. Returns the fd or -errno. */
+/* spl_connect() - the socket towards the target port on the other side
+ * (see the top), connecting. Returns the fd or -errno. */
 static int spl_connect(struct ctx *c, bool v6, uint16_t port,
 		       enum tcp_fwd_dir dir)
 {
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
-				   .sin6_port = htons(port),
-				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
-	struct sockaddr_in a4 = { .sin_family = AF_INET,
-				  .sin_port = htons(port),
-				  .sin_addr = { htonl(INADDR_LOOPBACK) } };
+	union inany dst;
+	sockaddr_inany sa;
+	socklen_t sl;
 	int s, e;
 
+	if (dir == TCP_FWD_IN) {
+		if (!nat_splice_dst(c, v6, &dst))
+			return -EADDRNOTAVAIL;
+	} else if (v6) {
+		inany_from6(&dst, &in6addr_loopback);
+	} else {
+		inany_from4(&dst, (struct in_addr){ htonl(INADDR_LOOPBACK) });
+	}
+	sl = inany_to_sa(&sa, &dst, port);
 	if (dir == TCP_FWD_IN)
 		s = pool_take(c, v6);
 	else if ((s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM |
@@ -300,9 +316,7 @@ static int spl_connect(struct ctx *c, bool v6, uint16_t port,
 	if (s < 0)
 		return s;
 	tcp_sock_opts(s);
-	if ((v6 ? connect(s, (struct sockaddr *)&a6, sizeof(a6))
-		: connect(s, (struct sockaddr *)&a4, sizeof(a4))) &&
-	    errno != EINPROGRESS) {
+	if (connect(s, &sa.sa, sl) && errno != EINPROGRESS) {
 		e = errno;
 		close(s);
 		return -e;
@@ -327,6 +341,7 @@ void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
 	sp->s[1] = -1;
 	sp->pipe[0][0] = sp->pipe[0][1] = sp->pipe[1][0] = sp->pipe[1][1] = -1;
 	sp->flags = SPL_CONNECTING;
+	sp->last_ms = tcp_now_ms(c);
 	tcp_sock_opts(s);
 	ref.idx = flow_idx(&c->flows, fl);
 	if (spl_pipes(sp) || (t = spl_connect(c, v6, port, dir)) < 0) {
@@ -348,4 +363,24 @@ void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
 		return;
 	}
 	c->tcp_fwd.st.spliced++;
+	timer_request(c, TCP_IDLE_MS);
+}
+
+int64_t tcp_splice_timer(struct ctx *c, int64_t now)
+{
+	int64_t next = INT64_MAX;
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_TCP_SPLICE); fl; fl = nx) {
+		int64_t due = spl_of(fl)->last_ms + TCP_IDLE_MS;
+
+		nx = flow_next(&c->flows, fl);
+		if (due <= now) {
+			c->tcp_fwd.st.splice_idle++;
+			spl_free(c, fl, true);
+		} else {
+			next = MIN(next, due - now);
+		}
+	}
+	return next;
 }

@@ -23,9 +23,8 @@ struct pkt;
 enum { UDP_FWD_IN = 0, UDP_FWD_OUT = 1 };	/* -u (host), -U (namespace) */
 struct udp_fwd_dir {
 	uint64_t bound[FWD_BITMAP_WORDS];	/* ports with a listener open */
-	uint64_t failed[FWD_BITMAP_WORDS];	/* auto: bind failed, not retried
-						 * while the port stays bound */
-	int *fds;		/* auto: listener fd + 1 per port * 2 + v6 */
+	struct fwd_retry retry;		/* ports with a listener to retry */
+	int *fds;		/* listener fd + 1 per port * 2 + v6 */
 	int scan_fd[2];		/* auto: the other side's /proc/net/udp[6] */
 };
 

@@ -41,9 +41,15 @@
  * namespace, where the file stays tied to it), then listeners open for
  * new ports and close, with their flows, for ports gone. Ports that
  * ferry's own listeners hold on that side (those of the other direction)
- * are never forwarded back, so nothing loops; ~exclusions apply. A port
- * whose listener cannot be opened (taken on this side) is not retried
- * until it disappears from the scan.
+ * are never forwarded back, so nothing loops; ~exclusions apply.
+ *
+ * Retries. A listener that cannot be opened for a reason that may pass
+ * (port taken on this side, address or interface missing:
+ * fwd_retriable()) is retried from the timer with backoff (struct
+ * fwd_retry, fwd.c), per family, for as long as the port is forwarded.
+ * An explicit port warns once per family and says when it works; one
+ * that opens in no family at start-up is fatal for -u (as in pasta),
+ * retried for -U. "all" and "auto" retry quietly.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,13 +73,6 @@
 static const struct fwd_spec *dir_spec(const struct ctx *c, unsigned int dir)
 {
 	return dir == UDP_FWD_OUT ? &c->conf.udp_out : &c->conf.udp_in;
-}
-
-static bool inany_is_loopback(const union inany *a)
-{
-	if (inany_is4(a))
-		return (ntohl(a->v4m.a4.s_addr) >> 24) == 127;
-	return IN6_IS_ADDR_LOOPBACK(&a->a6);
 }
 
 static void inany_loopback(union inany *a, bool v6)
@@ -158,24 +157,10 @@ static void recv_meta(const struct msghdr *mh, bool v6, union inany *peer,
 static bool splice_dst(const struct ctx *c, unsigned int dir, bool v6,
 		       union inany *a)
 {
-	if (dir == UDP_FWD_OUT || c->conf.host_lo_to_ns_lo) {
-		inany_loopback(a, v6);
-		return true;
-	}
-	if (v6) {
-		const struct in6_addr *g = &c->conf.ip6.addr;
-
-		if (in6_is_unspec(g))
-			g = &c->guest_seen6;
-		inany_from6(a, g);
-		return !in6_is_unspec(g);
-	}
-	struct in_addr g4 = c->conf.ip4.addr;
-
-	if (in4_is_unspec(&g4))
-		g4 = c->guest_seen4;
-	inany_from4(a, g4);
-	return !in4_is_unspec(&g4);
+	if (dir == UDP_FWD_IN)
+		return nat_splice_dst(c, v6, a);
+	inany_loopback(a, v6);
+	return true;
 }
 
 struct pool_job {
@@ -508,93 +493,115 @@ static int listen_one(struct ctx *c, unsigned int dir,
 		return rc;
 	}
 	c->udp.listeners++;
-	if (c->udp.fwd[dir].fds)
-		c->udp.fwd[dir].fds[port * 2 + v6] = fd + 1;
+	c->udp.fwd[dir].fds[port * 2 + v6] = fd + 1;
 	return 0;
 }
 
-/* listen_port() - a forwarded port's listeners, per family enabled and
- * allowed by its bind address (fwd_port_bind()): -U defaults to the
- * namespace's loopback. Returns 0 if any opened, else -errno. */
-static int listen_port(struct ctx *c, unsigned int dir, uint16_t port)
+/* listen_fam() - port's listener of family v6, unless it is open or the
+ * family is off or excluded by the port's bind address (fwd_bind_addr():
+ * -U defaults to the namespace's loopback). Returns 1 if it opened one,
+ * 0 if there was nothing to do, else -errno. */
+static int listen_fam(struct ctx *c, unsigned int dir, uint16_t port, bool v6)
 {
-	const struct fwd_bind *b = fwd_port_bind(dir_spec(c, dir), port);
-	const char *ifn = b->ifname[0] ? b->ifname : NULL;
-	bool any_addr = !b->has_addr4 && !b->has_addr6;
-	int rc4 = -EAFNOSUPPORT, rc6 = -EAFNOSUPPORT;
+	struct in6_addr a6;
+	struct in_addr a4;
+	const char *ifn;
 	union inany a;
+	int rc;
 
-	if (c->conf.ip4.enabled && (any_addr || b->has_addr4)) {
-		inany_from4(&a, b->has_addr4 ? b->addr4 : (struct in_addr){ 0 });
-		if (any_addr && dir == UDP_FWD_OUT)
-			inany_loopback(&a, false);
-		rc4 = listen_one(c, dir, &a, port, ifn);
-	}
-	if (c->conf.ip6.enabled && (any_addr || b->has_addr6)) {
-		inany_from6(&a, b->has_addr6 ? &b->addr6 : &in6addr_any);
-		if (any_addr && dir == UDP_FWD_OUT)
-			inany_loopback(&a, true);
-		rc6 = listen_one(c, dir, &a, port, ifn);
-	}
-	if (!rc4 || !rc6)
-		c->udp.fwd[dir].bound[port / 64] |= 1ULL << (port % 64);
-	return !rc4 || !rc6 ? 0 : (rc4 != -EAFNOSUPPORT ? rc4 : rc6);
+	if (c->udp.fwd[dir].fds[port * 2 + v6] > 0 ||
+	    !(v6 ? c->conf.ip6.enabled : c->conf.ip4.enabled) ||
+	    !fwd_bind_addr(dir_spec(c, dir), port, v6, dir == UDP_FWD_OUT,
+			   &a6, &a4, &ifn))
+		return 0;
+	if (v6)
+		inany_from6(&a, &a6);
+	else
+		inany_from4(&a, a4);
+	rc = listen_one(c, dir, &a, port, ifn);
+	return rc ? rc : 1;
 }
 
 struct listen_job {
 	struct ctx *c;
 	unsigned int dir;
 	const uint64_t *ports;
-	bool quiet;			/* auto: failures noted, not warned */
+	bool quiet;		/* "all", "auto", retries: no warnings */
+	bool emfile;		/* out of fds: the rest only wait for retry */
+	int fatal_err;		/* first port open in no family: its errno */
+	uint16_t fatal_port;
 };
+
+static const char *udp_opt(unsigned int dir)
+{
+	return dir == UDP_FWD_OUT ? "-U" : "-u";
+}
+
+/* listen_port() - port's listeners that are not open yet; failures worth
+ * it join the retry set, a port open in no family is noted in j. */
+static void listen_port(struct listen_job *j, uint16_t port)
+{
+	struct udp_fwd_dir *d = &j->c->udp.fwd[j->dir];
+	int64_t now = udp_now_ms(j->c);
+	bool again = d->retry.map[port / 64] >> (port % 64) & 1, wait = false;
+	int rc[2] = { 0, 0 }, v6;
+
+	for (v6 = 0; v6 < 2 && !j->emfile; v6++) {
+		rc[v6] = listen_fam(j->c, j->dir, port, v6);
+		if (rc[v6] == 1 && again)
+			info("udp: %s port %u (IPv%d) forwarded now",
+			     udp_opt(j->dir), port, v6 ? 6 : 4);
+		if (rc[v6] >= 0)
+			continue;
+		wait |= fwd_retriable(-rc[v6]);
+		j->emfile = rc[v6] == -EMFILE;
+		if (!j->quiet && !again)
+			warn("udp: cannot forward %s port %u (IPv%d): %s%s",
+			     udp_opt(j->dir), port, v6 ? 6 : 4,
+			     strerror(-rc[v6]),
+			     fwd_retriable(-rc[v6]) ? ", retrying" : "");
+	}
+	if (d->fds[port * 2] > 0 || d->fds[port * 2 + 1] > 0)
+		d->bound[port / 64] |= 1ULL << (port % 64);
+	else if ((rc[0] < 0 || rc[1] < 0) && !j->fatal_err) {
+		j->fatal_err = rc[0] < 0 ? -rc[0] : -rc[1];
+		j->fatal_port = port;
+	}
+	fwd_retry_mark(&d->retry, port, wait || j->emfile, now);
+}
 
 /* listen_ports_fn() - open listeners for the ports in j->ports (in the
  * namespace for -U: run through ns_call()). */
 static int listen_ports_fn(void *arg)
 {
 	struct listen_job *j = arg;
-	struct udp_fwd_dir *d = &j->c->udp.fwd[j->dir];
 	unsigned int w;
 
 	for (w = 0; w < FWD_BITMAP_WORDS; w++) {
 		uint64_t m = j->ports[w];
 
-		while (m) {
-			uint16_t port = (uint16_t)(w * 64 +
-						   (unsigned)__builtin_ctzll(m));
-			int rc = listen_port(j->c, j->dir, port);
-
-			m &= m - 1;
-			if (rc && j->quiet)
-				d->failed[w] |= 1ULL << (port % 64);
-			else if (rc && dir_spec(j->c, j->dir)->mode != FWD_ALL)
-				warn("udp: cannot forward port %u%s: %s", port,
-				     j->dir == UDP_FWD_OUT ? " (-U)" : "",
-				     strerror(-rc));
-			if (rc == -EMFILE)
-				return rc;
-			if (!rc && j->quiet)
-				info("udp: auto %s port %u",
-				     j->dir == UDP_FWD_OUT ? "-U" : "-u", port);
-		}
+		for (; m; m &= m - 1)
+			listen_port(j, (uint16_t)(w * 64 + (unsigned int)
+						  __builtin_ctzll(m)));
 	}
 	return 0;
 }
 
-/* listen_ports() - listeners of direction dir for the ports in map. */
-static void listen_ports(struct ctx *c, unsigned int dir, const uint64_t *map,
-			 bool quiet)
+/* listen_ports() - listeners of direction dir for the ports in map.
+ * Returns the first port open in no family (0: none), its errno in *err.
+ * Callers outside the timer ask for it if some wait for a retry. */
+static uint16_t listen_ports(struct ctx *c, unsigned int dir,
+			     const uint64_t *map, bool quiet, int *err)
 {
-	struct listen_job j = { c, dir, map, quiet };
+	struct listen_job j = { c, dir, map, quiet, false, 0, 0 };
 	int rc;
 
-	if (dir == UDP_FWD_IN) {
+	if (dir == UDP_FWD_IN)
 		listen_ports_fn(&j);
-		return;
-	}
-	rc = ns_call(c, listen_ports_fn, &j);
-	if (rc < 0 && rc != -EMFILE)
+	else if ((rc = ns_call(c, listen_ports_fn, &j)) < 0)
 		warn("udp: -U: cannot enter the namespace: %s", strerror(-rc));
+	*err = j.fatal_err;
+	return j.fatal_port;
 }
 
 /* listener_close() - close port's listener of family v6 in direction dir
@@ -623,9 +630,23 @@ static void listener_close(struct ctx *c, unsigned int dir, uint16_t port,
 void udp_listen_init(struct ctx *c)
 {
 	const struct fwd_spec *f = &c->conf.udp_in;
+	unsigned int dir;
+	uint16_t port;
+	int err;
 
-	if (f->mode == FWD_SPEC || f->mode == FWD_ALL)
-		listen_ports(c, UDP_FWD_IN, f->map, false);
+	for (dir = 0; dir < 2; dir++)
+		if (!c->udp.fwd[dir].fds)
+			c->udp.fwd[dir].fds = alloc_startup(65536 * 2 *
+							    sizeof(int));
+	if (f->mode == FWD_ALL)
+		listen_ports(c, UDP_FWD_IN, f->map, true, &err);
+	else if (f->mode == FWD_SPEC &&
+		 (port = listen_ports(c, UDP_FWD_IN, f->map, false, &err)))
+		/* As pasta: a port asked for by number that cannot be
+		 * bound at all is fatal (one family open: retry the other). */
+		die("udp: cannot forward -u port %u: %s", port, strerror(err));
+	if (c->udp.fwd[UDP_FWD_IN].retry.pending)
+		timer_request(c, FWD_RETRY_MS);
 }
 
 /* --- auto ------------------------------------------------------------------ */
@@ -650,19 +671,20 @@ static bool scan_side(struct ctx *c, unsigned int dir, uint64_t *want)
 	return true;
 }
 
-/* auto_apply() - close listeners of ports no longer wanted, open new ones
- * (not those that failed while still wanted). */
+/* auto_apply() - close listeners of ports no longer wanted (and forget
+ * their retries), open new ones (not those waiting for a retry). */
 static void auto_apply(struct ctx *c, unsigned int dir, const uint64_t *want)
 {
 	struct udp_fwd_dir *d = &c->udp.fwd[dir];
 	uint64_t add[FWD_BITMAP_WORDS];
 	bool any = false;
 	unsigned int w;
+	int err;
 
 	for (w = 0; w < FWD_BITMAP_WORDS; w++) {
 		uint64_t gone = d->bound[w] & ~want[w];
 
-		d->failed[w] &= want[w];
+		d->retry.map[w] &= want[w];
 		for (; gone; gone &= gone - 1) {
 			uint16_t port = (uint16_t)(w * 64 +
 						   (unsigned)__builtin_ctzll(gone));
@@ -670,36 +692,54 @@ static void auto_apply(struct ctx *c, unsigned int dir, const uint64_t *want)
 			listener_close(c, dir, port, false);
 			listener_close(c, dir, port, true);
 			d->bound[w] &= ~(1ULL << (port % 64));
-			info("udp: auto %s port %u closed",
-			     dir == UDP_FWD_OUT ? "-U" : "-u", port);
+			info("udp: auto %s port %u closed", udp_opt(dir), port);
 		}
-		add[w] = want[w] & ~d->bound[w] & ~d->failed[w];
+		add[w] = want[w] & ~d->bound[w] & ~d->retry.map[w];
 		any |= add[w] != 0;
 	}
 	if (any)
-		listen_ports(c, dir, add, true);
+		listen_ports(c, dir, add, true, &err);
+}
+
+/* retry_timer() - a retry round for dir's listeners if due; returns ms
+ * until the next, INT64_MAX when none waits. */
+static int64_t retry_timer(struct ctx *c, unsigned int dir, int64_t now)
+{
+	struct fwd_retry *r = &c->udp.fwd[dir].retry;
+	uint64_t map[FWD_BITMAP_WORDS];
+	int64_t left = fwd_retry_left(r, now);
+	int err;
+
+	if (left)
+		return left;
+	memcpy(map, r->map, sizeof(map));
+	listen_ports(c, dir, map, true, &err);
+	return fwd_retry_round(r, now);
 }
 
 int64_t udp_fwd_timer(struct ctx *c)
 {
 	uint64_t want[2][FWD_BITMAP_WORDS];
-	int64_t now = udp_now_ms(c);
+	int64_t now = udp_now_ms(c), next = INT64_MAX;
 	bool ok[2] = { false, false };
 	unsigned int dir;
 
-	if (!c->udp.scan_ms)
-		return INT64_MAX;
-	if (now < c->udp.scan_due_ms)
-		return c->udp.scan_due_ms - now;
-	/* Both sides first, so that this round's new listeners are not
-	 * taken for the other side's ports. */
+	if (c->udp.scan_ms && now >= c->udp.scan_due_ms) {
+		/* Both sides first, so that this round's new listeners
+		 * are not taken for the other side's ports. */
+		for (dir = 0; dir < 2; dir++)
+			ok[dir] = dir_spec(c, dir)->mode == FWD_AUTO &&
+				  scan_side(c, dir, want[dir]);
+		for (dir = 0; dir < 2; dir++)
+			if (ok[dir])
+				auto_apply(c, dir, want[dir]);
+		c->udp.scan_due_ms = now + c->udp.scan_ms;
+	}
+	if (c->udp.scan_ms)
+		next = c->udp.scan_due_ms - now;
 	for (dir = 0; dir < 2; dir++)
-		ok[dir] = c->udp.fwd[dir].fds && scan_side(c, dir, want[dir]);
-	for (dir = 0; dir < 2; dir++)
-		if (ok[dir])
-			auto_apply(c, dir, want[dir]);
-	c->udp.scan_due_ms = now + c->udp.scan_ms;
-	return c->udp.scan_ms;
+		next = MIN(next, retry_timer(c, dir, now));
+	return next;
 }
 
 struct open_job {
@@ -721,13 +761,8 @@ static void auto_init(struct ctx *c, unsigned int dir)
 {
 	struct udp_fwd_dir *d = &c->udp.fwd[dir];
 	struct open_job j = { { -1, -1 } };
-	size_t sz = 65536 * 2 * sizeof(int);
 	int rc;
 
-	d->fds = mmap(NULL, sz, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (d->fds == MAP_FAILED)	/* zero pages until used */
-		die("udp: cannot allocate the auto port table");
 	if (dir == UDP_FWD_OUT) {
 		j.fd[0] = open("/proc/net/udp", O_RDONLY | O_CLOEXEC);
 		j.fd[1] = open("/proc/net/udp6", O_RDONLY | O_CLOEXEC);
@@ -747,6 +782,7 @@ void udp_ns_init(struct ctx *c)
 {
 	const struct fwd_spec *out = &c->conf.udp_out;
 	void *p;
+	int err;
 
 	if (c->conf.mode != MODE_NS || !c->udp.ready)
 		return;
@@ -756,7 +792,10 @@ void udp_ns_init(struct ctx *c)
 		die("udp: cannot allocate the loopback path buffer");
 	c->udp.splice_buf = p;
 	if (out->mode == FWD_SPEC || out->mode == FWD_ALL)
-		listen_ports(c, UDP_FWD_OUT, out->map, false);
+		listen_ports(c, UDP_FWD_OUT, out->map, out->mode == FWD_ALL,
+			     &err);
+	if (c->udp.fwd[UDP_FWD_OUT].retry.pending)
+		timer_request(c, FWD_RETRY_MS);
 	if (c->conf.udp_in.mode == FWD_AUTO)
 		auto_init(c, UDP_FWD_IN);
 	if (out->mode == FWD_AUTO)

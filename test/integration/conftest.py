@@ -12,6 +12,7 @@ are only ever ended by the PIDs we started.
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -57,6 +58,22 @@ def run(cmd, timeout=30, check=True, **kw):
         raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}"
                              f"\nstderr:\n{r.stderr}")
     return r
+
+
+def hold_port(port, kind=socket.SOCK_STREAM, fams=("4", "6")):
+    """Sockets bound to port on the host (any address, per family in
+    fams), not listening and without SO_REUSEADDR: like a client socket
+    that has the port as its local one, they keep ferry's forwarding
+    listener from binding it in that family. Close them to free it."""
+    socks = []
+    for fam in fams:
+        s = socket.socket(socket.AF_INET if fam == "4" else socket.AF_INET6,
+                          kind)
+        if fam == "6":
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        s.bind(("0.0.0.0" if fam == "4" else "::", port))
+        socks.append(s)
+    return socks
 
 
 class Ferry:
@@ -120,6 +137,21 @@ class Ferry:
                 self.proc.wait()
         self.log.close()
         return self.proc.returncode
+
+
+def start_fails(ferry_ns, args, held, tmp_path):
+    """Start ferry with args while the sockets held live: it must exit
+    with an error before it runs its command. Returns its output."""
+    marker = tmp_path / "ran"
+    try:
+        f = ferry_ns(args=args, cmd=["touch", str(marker)])
+        rc = f.proc.wait(timeout=30)
+    finally:
+        for s in held:
+            s.close()
+    assert rc != 0, f.output()
+    assert not marker.exists()
+    return f.output()
 
 
 @pytest.fixture

@@ -23,16 +23,42 @@ def listening(text):
     return ports
 
 
-def host_listening():
+def _read(*names):
     txt = ""
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for name in names:
         with open(name) as fh:
             txt += fh.read()
-    return listening(txt)
+    return txt
 
 
-def guest_listening(f):
-    return listening(f.guest(["cat", "/proc/net/tcp", "/proc/net/tcp6"]).stdout)
+def host_listening(fam=None):
+    """Ports listening on the host: fam "4" or "6" for one family only
+    (/proc/net/tcp or tcp6), None for either."""
+    names = {"4": ["/proc/net/tcp"], "6": ["/proc/net/tcp6"],
+             None: ["/proc/net/tcp", "/proc/net/tcp6"]}[fam]
+    return listening(_read(*names))
+
+
+def guest_listening(f, fam=None):
+    names = {"4": ["/proc/net/tcp"], "6": ["/proc/net/tcp6"],
+             None: ["/proc/net/tcp", "/proc/net/tcp6"]}[fam]
+    return listening(f.guest(["cat"] + names).stdout)
+
+
+def wait_host_port(port, present=True, timeout=10, fams=("4", "6")):
+    """Wait until port listens on the host in every family of fams (a
+    test that then connects over IPv4 and IPv6 needs both), or, present
+    False, in none of them."""
+    def ok():
+        return all((port in host_listening(x)) == present for x in fams)
+    conftest.wait_for(ok, timeout, f"host port {port} "
+                      f"{'open' if present else 'closed'} (IPv{'+'.join(fams)})")
+
+
+def wait_guest_port(f, port, timeout=10, fams=("4", "6")):
+    """Wait until port listens in the guest in every family of fams."""
+    conftest.wait_for(lambda: all(port in guest_listening(f, x) for x in fams),
+                      timeout, f"guest port {port} open (IPv{'+'.join(fams)})")
 
 
 def guest_server(f, addr, port, role, *opts):

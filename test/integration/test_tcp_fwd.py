@@ -12,19 +12,16 @@ bulk throughput is test_tcp.py's and test_tcp_splice.py's business.
 import pytest
 
 import conftest
+from conftest import hold_port
 from fwd_util import (MiB, client, exchange, fwd_stats, guest_listening,
                       guest_server, host_listening, host_server,
-                      refused_or_reset, roles, to_guest, to_host)
+                      refused_or_reset, roles, to_guest, to_host,
+                      wait_guest_port, wait_host_port)
 from tcp_util import guest_argv
 
 SIZE = 8 * MiB
 ADDRS = {"v4": "198.51.100.2", "v6": "2001:db8::2",
          "lo4": "127.0.0.1", "lo6": "::1"}
-
-
-def wait_host_port(port, present=True, timeout=10):
-    conftest.wait_for(lambda: (port in host_listening()) == present, timeout,
-                      f"host port {port} {'open' if present else 'closed'}")
 
 
 @pytest.mark.parametrize("direction", ["up", "down"])
@@ -98,8 +95,9 @@ def test_fwd_bind_address_and_interface(ferry_ns):
     is not open for IPv6 on other addresses... but lo carries both."""
     f = ferry_ns(args=["-t", "127.0.0.1/40030", "-t", "%lo/40031",
                        "-T", "none"])
-    wait_host_port(40030)
+    wait_host_port(40030, fams=("4",))
     wait_host_port(40031)
+    assert 40030 not in host_listening("6")
     srv = guest_server(f, "::", 40030, "hold")
     try:
         assert refused_or_reset("198.51.100.2", 40030)
@@ -150,7 +148,7 @@ def test_fwd_ns_to_host(ferry_ns, fam, direction):
     a host loopback server on the translated port."""
     f = ferry_ns(args=["-t", "none", "-T", "40060:40061"])
     lo = "127.0.0.1" if fam == "v4" else "::1"
-    conftest.wait_for(lambda: 40060 in guest_listening(f), 10, "-T listener")
+    wait_guest_port(f, 40060)
     to_host(f, lo, 40060, 40061, direction, SIZE, host_addr=lo)
 
 
@@ -163,8 +161,83 @@ def test_fwd_ns_auto_follows_host_servers(ferry_ns):
     assert srv_port not in guest_listening(f)
     sr, cr = roles("up", MiB)
     srv = host_server("127.0.0.1", srv_port, *sr)
-    conftest.wait_for(lambda: srv_port in guest_listening(f), 5,
-                      "-T auto listener in the guest")
+    wait_guest_port(f, srv_port, 5, fams=("4",))
     cli = client(guest_argv(f, []), "127.0.0.1", srv_port, *cr)
     exchange(srv, cli, "up", MiB)
     assert 40071 not in guest_listening(f)
+
+
+def test_fwd_busy_family_retried(ferry_ns):
+    """-t 40080 while a host socket holds the IPv4 port: IPv6 forwards at
+    once, IPv4 is warned about once and retried until the port is free,
+    then forwards too."""
+    held = hold_port(40080, fams=("4",))
+    try:
+        f = ferry_ns(args=["-t", "40080", "-T", "none"])
+        wait_host_port(40080, fams=("6",))
+        assert 40080 not in host_listening("4")
+        out = f.output()
+        assert "-t port 40080 (IPv4): Address already in use, retrying" in out
+        to_guest(f, ADDRS["v6"], 40080, 40080, "up", MiB)
+    finally:
+        for s in held:
+            s.close()
+    wait_host_port(40080, timeout=15)
+    conftest.wait_for(lambda: "-t port 40080 (IPv4) forwarded now"
+                      in f.output(), 5, "the retry reported")
+    to_guest(f, ADDRS["v4"], 40080, 40080, "down", MiB)
+    assert f.output().count("40080 (IPv4): Address already in use") == 1
+
+
+def test_fwd_busy_port_is_fatal(ferry_ns, tmp_path):
+    """-t 40081 with the port taken in both families: ferry exits with an
+    error naming the port (pasta does: podman -p expects a busy host port
+    to fail loudly), and the command never runs."""
+    out = conftest.start_fails(ferry_ns, ["-t", "40081", "-T", "none"],
+                               hold_port(40081), tmp_path)
+    assert "cannot forward -t port 40081: Address already in use" in out
+
+
+def test_fwd_auto_retries_busy_port(ferry_ns):
+    """-t auto: a guest server on a port the host has taken gets no host
+    listener while it is taken, and one (both families) once it is free."""
+    f = ferry_ns(args=["-t", "auto", "-T", "none"])
+    held = hold_port(40082)
+    srv = None
+    try:
+        srv = guest_server(f, "::", 40082, "recv")
+        scans = fwd_stats(f)["scans"]
+        conftest.wait_for(lambda: fwd_stats(f)["scans"] >= scans + 2, 5,
+                          "two more scans")
+        assert 40082 not in host_listening()
+    finally:
+        for s in held:
+            s.close()
+    try:
+        wait_host_port(40082, timeout=15)
+        conftest.run(["python3", "-c",
+                      "import socket;s=socket.create_connection("
+                      "('2001:db8::2',40082),5);s.sendall(b'a'*1000);"
+                      "s.close()"])
+        assert srv.result(30)["bytes"] == 1000
+    finally:
+        srv.kill()
+
+
+def test_fwd_command_uses_ns_port_at_once(ferry_ns):
+    """Every listener exists before the command starts: a command whose
+    first action is to connect to a -T port gets through (bash, so that
+    nothing slow runs before the connect), to the last of 800 forwarded
+    ports (opened last)."""
+    conftest.require("bash")
+    srv = host_server("127.0.0.1", 40999, "echo")
+    try:
+        # The command waits for the echo: ferry exits with it.
+        f = ferry_ns(args=["-t", "none", "-T", "40200-40999"],
+                     cmd=["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/40999 "
+                          "&& printf hello >&3 && x=$(head -c 5 <&3) && "
+                          "[ \"$x\" = hello ]"])
+        assert f.proc.wait(timeout=30) == 0, f.output()
+        assert srv.result(30)["bytes"] == 5
+    finally:
+        srv.kill()

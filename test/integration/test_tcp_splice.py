@@ -3,31 +3,33 @@ loopback and the namespace's are spliced socket to socket (no frames on
 the guest link), with TCP's half-close and reset semantics.
 
 -t: a host client on 127.0.0.1 / ::1 reaches a guest server on the
-namespace's loopback; -T: a guest client on the namespace's loopback
-reaches a host server. Every case checks ferry's counters: spliced, not
+guest's own address over the namespace's loopback interface (on its
+loopback address only with --host-lo-to-ns-lo, as in pasta); -T: a guest
+client on the namespace's loopback reaches a host server. Every case checks ferry's counters: spliced, not
 through the tap. The bulk case moves 1 GiB host -> namespace (about 3 s
 here, SHA-256 on both ends is the bottleneck; FERRY_SPLICE_BIG
 overrides), the others 256 MiB or less.
 """
+import json
 import os
+import subprocess
 
 import pytest
 
 import conftest
-from fwd_util import (MiB, client, fwd_stats, guest_listening,
-                      guest_server, host_listening, host_server,
-                      refused_or_reset, to_guest, to_host)
-from tcp_util import guest_argv
+from fwd_util import (MiB, client, fwd_stats, guest_server, host_server,
+                      refused_or_reset, to_guest, to_host, wait_guest_port,
+                      wait_host_port)
+from tcp_util import PY, guest_argv
 
 BIG = int(os.environ.get("FERRY_SPLICE_BIG", 1 << 30))
 MID = 256 * MiB
 
 
-def fwd_ferry(ferry_ns, port):
-    f = ferry_ns(args=["-t", str(port), "-T", str(port + 1)])
-    conftest.wait_for(lambda: port in host_listening(), 10, "-t listener")
-    conftest.wait_for(lambda: port + 1 in guest_listening(f), 10,
-                      "-T listener")
+def fwd_ferry(ferry_ns, port, extra=()):
+    f = ferry_ns(args=["-t", str(port), "-T", str(port + 1)] + list(extra))
+    wait_host_port(port)
+    wait_guest_port(f, port + 1)
     return f
 
 
@@ -61,7 +63,7 @@ def halfclose(f, first_is_client, via_t):
     second = ["sendrecv", "--bytes", str(3 * MiB)]
     cr, sr = (first, second) if first_is_client else (second, first)
     if via_t:
-        srv = guest_server(f, "127.0.0.1", 40320, *sr)
+        srv = guest_server(f, "0.0.0.0", 40320, *sr)
         cli = client([], "127.0.0.1", 40320, *cr)
     else:
         srv = host_server("127.0.0.1", 40321, *sr)
@@ -87,7 +89,7 @@ def test_splice_rst_both_ways(ferry_ns, via_t):
     for rst_client in (True, False):
         cr, sr = (["rst"], ["hold"]) if rst_client else (["hold"], ["rst"])
         if via_t:
-            srv = guest_server(f, "127.0.0.1", 40330, *sr)
+            srv = guest_server(f, "0.0.0.0", 40330, *sr)
             cli = client([], "127.0.0.1", 40330, *cr)
         else:
             srv = host_server("127.0.0.1", 40331, *sr)
@@ -115,7 +117,7 @@ def test_splice_many_short(ferry_ns):
     """300 short connections, 50 at a time, through -t's splice path
     (each: 1 KiB echoed)."""
     f = fwd_ferry(ferry_ns, 40350)
-    srv = guest_server(f, "127.0.0.1", 40350, "echo", "--count", "300")
+    srv = guest_server(f, "0.0.0.0", 40350, "echo", "--count", "300")
     cli = client([], "127.0.0.1", 40350, "many", "--conns", "300",
                  "--parallel", "50", "--size", "1024", "--timeout", "60")
     r = cli.result(90)
@@ -130,10 +132,76 @@ def test_splice_paused_reader(ferry_ns):
     and completes intact."""
     f = fwd_ferry(ferry_ns, 40360)
     n = 128 * MiB
-    srv = guest_server(f, "127.0.0.1", 40360, "recv", "--pause-at",
+    srv = guest_server(f, "0.0.0.0", 40360, "recv", "--pause-at",
                        str(16 * MiB), "--pause", "2")
     cli = client([], "127.0.0.1", 40360, "send", "--bytes", str(n))
     c, s = cli.result(120), srv.result(120)
     assert s["bytes"] == n and s["sha256"] == c["sha256"]
     assert s["pause"][1] - s["pause"][0] >= 2
+    assert_spliced(f, 1)
+
+
+# Guest server: accept one connection on ADDR PORT, print the client's
+# address and the local one as JSON, close.
+WHO = r'''
+import json, socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(1)
+print("ready", flush=True)
+c, peer = s.accept()
+print(json.dumps({"peer": peer[0], "local": c.getsockname()[0]}), flush=True)
+'''
+
+
+def who(f, addr, port):
+    p = subprocess.Popen(guest_argv(f, [PY, "-c", WHO, addr, str(port)]),
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def seen_by_guest(f, srv_addr, lo, port):
+    """A guest server on srv_addr:port, a host client on lo:port (-t):
+    the addresses the server sees (peer, local)."""
+    p = who(f, srv_addr, port)
+    cli = client([], lo, port, "hold")
+    try:
+        out, _ = p.communicate(timeout=20)
+    finally:
+        cli.kill()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("fam", ["v4", "v6"])
+def test_splice_target_default(ferry_ns, fam):
+    """A host loopback client of -t reaches the guest's own address (from
+    it, over the namespace's lo); a server bound only to the guest's
+    loopback is not exposed."""
+    lo, guest = ("127.0.0.1", conftest.HOST4) if fam == "v4" \
+        else ("::1", conftest.HOST6)
+    f = fwd_ferry(ferry_ns, 40370)
+    p = who(f, lo, 40370)
+    try:
+        assert refused_or_reset(lo, 40370)
+    finally:
+        p.kill()
+        p.wait()
+    assert seen_by_guest(f, guest, lo, 40370) == {"peer": guest,
+                                                   "local": guest}
+    assert_spliced(f, 2)
+
+
+@pytest.mark.parametrize("fam", ["v4", "v6"])
+def test_splice_target_host_lo_to_ns_lo(ferry_ns, fam):
+    """--host-lo-to-ns-lo: a host loopback client of -t reaches the
+    guest's loopback, from its loopback (as UDP does)."""
+    lo = "127.0.0.1" if fam == "v4" else "::1"
+    f = fwd_ferry(ferry_ns, 40380, ["--host-lo-to-ns-lo"])
+    assert seen_by_guest(f, lo, lo, 40380) == {"peer": lo, "local": lo}
     assert_spliced(f, 1)

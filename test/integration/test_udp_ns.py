@@ -10,10 +10,11 @@ run with nsenter. Every wait polls with a deadline.
 import json
 import socket
 import subprocess
+import threading
 
 import pytest
 
-from conftest import run, wait_for
+from conftest import hold_port, run, start_fails, wait_for
 from test_udp import (GUEST_VOLUME, PY, echo, guest_server,  # noqa: F401
                       host_query, stats)
 
@@ -208,3 +209,75 @@ def test_udp_ns_loopback_target(ferry_ns):
     finally:
         srv.kill()
         srv.wait()
+
+
+def hold_udp(port, fams=("4", "6")):
+    return hold_port(port, socket.SOCK_DGRAM, fams)
+
+
+def test_udp_fwd_busy_family_retried(ferry_ns):
+    """-u 33200 while a host socket holds the IPv4 port: IPv6 forwards at
+    once, IPv4 is warned about once, retried, and forwards once free."""
+    port = 33200
+    held = hold_udp(port, ("4",))
+    try:
+        f = ferry_ns(args=["-u", str(port), "-U", "none"])
+        srv = guest_server(f, [port])
+        assert host_query("2001:db8::2", port, b"six") == \
+            (b"echo:%d:six" % port, port)
+        assert (f"-u port {port} (IPv4): Address already in use, retrying"
+                in f.output())
+    finally:
+        for s in held:
+            s.close()
+    try:
+        wait_for(lambda: f"-u port {port} (IPv4) forwarded now"
+                 in f.output(), 15, "the IPv4 listener retried")
+        for addr in ("198.51.100.2", "127.0.0.1"):
+            assert host_query(addr, port, b"four") == \
+                (b"echo:%d:four" % port, port)
+    finally:
+        srv.kill()
+        srv.wait()
+    assert f.output().count("Address already in use") == 1
+
+
+def test_udp_fwd_busy_port_is_fatal(ferry_ns, tmp_path):
+    """-u 33201 taken in both families: ferry exits with an error naming
+    the port (as pasta), before the command runs."""
+    out = start_fails(ferry_ns, ["-u", "33201", "-U", "none"],
+                      hold_udp(33201), tmp_path)
+    assert "cannot forward -u port 33201: Address already in use" in out
+
+
+def test_udp_ns_port_ready_for_command(ferry_ns):
+    """-U listeners exist before the command starts: its very first
+    datagram (bash, nothing slow before it), to the last of 800 forwarded
+    ports (opened last), reaches the host server, and the answer comes
+    back (the command waits for it: ferry exits with the command)."""
+    port = 33999
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind(("127.0.0.1", port))
+    srv.settimeout(10)
+    got = []
+
+    def serve():
+        try:
+            d, peer = srv.recvfrom(100)
+            got.append(d)
+            srv.sendto(b"ok", peer)
+        except OSError:
+            pass
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        f = ferry_ns(args=["-U", f"33200-{port}", "-u", "none"],
+                     cmd=["bash", "-c",
+                          f"exec 3<>/dev/udp/127.0.0.1/{port} && "
+                          "printf first >&3 && read -r -t 5 -N 2 x <&3 && "
+                          "[ \"$x\" = ok ]"])
+        assert f.proc.wait(timeout=30) == 0, f.output()
+    finally:
+        t.join(15)
+        srv.close()
+    assert got == [b"first"]

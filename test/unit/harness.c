@@ -84,6 +84,16 @@ void test_ctx_free(struct ctx *c)
 	munmap(c, sizeof(*c));
 }
 
+void test_advance(struct ctx *c, int64_t ms)
+{
+	c->now.tv_sec += ms / 1000;
+	c->now.tv_nsec += (ms % 1000) * 1000000;
+	if (c->now.tv_nsec >= 1000000000) {
+		c->now.tv_sec++;
+		c->now.tv_nsec -= 1000000000;
+	}
+}
+
 void test_input(struct ctx *c, const void *frame, size_t len)
 {
 	memcpy(c->link.rx.buf, frame, len);

@@ -60,6 +60,8 @@ struct ctx;
  * attached. Call test_ctx_free() at the end. */
 struct ctx *test_ctx(void);
 void test_ctx_free(struct ctx *c);
+/* test_advance() - move the context's clock (c->now) forward by ms. */
+void test_advance(struct ctx *c, int64_t ms);
 /* test_input() - feed one frame (copied) through tap_input(). */
 void test_input(struct ctx *c, const void *frame, size_t len);
 /* Frames the context sent to the guest since the last test_tx_reset():
