@@ -232,7 +232,8 @@ static void open_ports(struct ctx *c, enum tcp_fwd_dir dir,
 
 	rc = dir == TCP_FWD_OUT ? ns_call(c, open_job, &j) : open_job(&j);
 	if (rc) {
-		warn("tcp: cannot open -T listeners: %s", strerror(-rc));
+		if (!(how & OPEN_QUIET))
+			warn("tcp: cannot open -T listeners: %s", strerror(-rc));
 		return;
 	}
 	for_each_port(map, w, b, port) {

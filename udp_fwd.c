@@ -598,7 +598,7 @@ static uint16_t listen_ports(struct ctx *c, unsigned int dir,
 
 	if (dir == UDP_FWD_IN)
 		listen_ports_fn(&j);
-	else if ((rc = ns_call(c, listen_ports_fn, &j)) < 0)
+	else if ((rc = ns_call(c, listen_ports_fn, &j)) < 0 && !quiet)
 		warn("udp: -U: cannot enter the namespace: %s", strerror(-rc));
 	*err = j.fatal_err;
 	return j.fatal_port;

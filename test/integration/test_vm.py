@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import FERRY, GW4, HOST4, ROOT, wait_for
+from conftest import FERRY, GW4, HOST4, wait_for
 from vmguest import (FRAME_MAX, FerryVM, Servers, StreamClient, arp_reply_for,
                      arp_request, boot_guest, build_guest, dhcp6_parse,
                      dhcp6_solicit, dhcp_discover, dhcp_parse, dns_answer, ferry_stats, is_arp_reply,
@@ -525,11 +525,6 @@ def test_guest_tcp_download(guest):
     guest.boot1.check("TCP download", guest.ferry)
 
 
-# tcp_fwd.c (the tcpfwd branch) brings the -t listeners: this test passes
-# with it. Drop the mark once it is on main.
-@pytest.mark.xfail(not (ROOT / "tcp_fwd.c").exists(), strict=True,
-                   reason="inbound TCP port forwarding (-t) is not "
-                   "implemented yet: tcp.c opens no host listeners")
 def test_guest_tcp_inbound_forwarded_port(guest):
     guest.boot1.check("TCP inbound served", guest.ferry)
     assert guest.srv.results.get("inbound") == "ok", \
