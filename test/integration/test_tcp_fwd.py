@@ -9,6 +9,9 @@ translation, "~" exclusions, bind addresses and interfaces, "auto"
 detection of servers started later, and -T. Sizes are small (8 MiB):
 bulk throughput is test_tcp.py's and test_tcp_splice.py's business.
 """
+import os
+import subprocess
+
 import pytest
 
 import conftest
@@ -17,7 +20,7 @@ from fwd_util import (MiB, client, exchange, fwd_stats, guest_listening,
                       guest_server, host_listening, host_server,
                       refused_or_reset, roles, to_guest, to_host,
                       wait_guest_port, wait_host_port)
-from tcp_util import guest_argv
+from tcp_util import PY, guest_argv
 
 SIZE = 8 * MiB
 ADDRS = {"v4": "198.51.100.2", "v6": "2001:db8::2",
@@ -241,3 +244,61 @@ def test_fwd_command_uses_ns_port_at_once(ferry_ns):
         assert srv.result(30)["bytes"] == 5
     finally:
         srv.kill()
+
+
+# In a namespace: bring lo up, bind ADDR PORT (not listening, no
+# SO_REUSEADDR), say "ready", hold it until stdin closes.
+NS_HOLD = r'''
+import socket, subprocess, sys
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+print("ready", flush=True)
+sys.stdin.read()
+'''
+
+
+def test_fwd_ns_busy_family_retried(tmp_path):
+    """-T 40090 into a joined namespace where a socket holds
+    127.0.0.1:40090: ::1 forwards at once, IPv4 is retried and forwards
+    once the port is free."""
+    holder = subprocess.Popen(["unshare", "-Urn", "sleep", "3600"])
+    me = os.stat("/proc/self/ns/net").st_ino
+    procs = [holder]
+    try:
+        conftest.wait_for(lambda: os.stat(f"/proc/{holder.pid}/ns/net")
+                          .st_ino != me, 10, "unshare")
+        enter = ["nsenter", "-t", str(holder.pid), "-U", "-n",
+                 "--preserve-credentials"]
+        hold = subprocess.Popen(enter + [PY, "-c", NS_HOLD, "127.0.0.1",
+                                         "40090"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        procs.append(hold)
+        assert hold.stdout.readline().strip() == "ready"
+        log = tmp_path / "ferry.log"
+        f = subprocess.Popen([conftest.FERRY, "ns", "-f", "--config-net",
+                              "-t", "none", "-T", "40090", str(holder.pid)],
+                             stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        procs.append(f)
+        conftest.wait_for(lambda: "-T port 40090 (IPv4): Address already "
+                          "in use, retrying" in log.read_text(), 10,
+                          "the warning")
+        to = ("import socket;s=socket.create_connection(('{}',40090),5);"
+              "s.sendall(b'a'*1000);s.close()")
+        srv = host_server("::1", 40090, "recv")
+        conftest.run(enter + [PY, "-c", to.format("::1")])
+        assert srv.result(30)["bytes"] == 1000
+        hold.stdin.close()
+        hold.wait(10)
+        conftest.wait_for(lambda: "-T port 40090 (IPv4) forwarded now"
+                          in log.read_text(), 15, "the retry")
+        srv = host_server("127.0.0.1", 40090, "recv")
+        conftest.run(enter + [PY, "-c", to.format("127.0.0.1")])
+        assert srv.result(30)["bytes"] == 1000
+        assert log.read_text().count("Address already in use") == 1
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

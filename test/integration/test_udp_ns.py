@@ -281,3 +281,37 @@ def test_udp_ns_port_ready_for_command(ferry_ns):
         t.join(15)
         srv.close()
     assert got == [b"first"]
+
+
+FLOW_STATS = r"udp flows (\d+) open, (\d+) created, (\d+) expired"
+
+
+@pytest.mark.parametrize("way", ["in", "out"])
+def test_udp_ns_loopback_flows_expire(ferry_ns, echo, monkeypatch, way):
+    """Loopback-path flows (no tap) have the same idle timeouts as the
+    others (test timeouts of 1 s): after an exchange they expire, their
+    sockets with them."""
+    monkeypatch.setenv("FERRY_TEST_UDP_TIMEOUT_MS", "1000")
+    monkeypatch.setenv("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS", "1000")
+    port, srv = 33204, None
+    if way == "in":
+        f = ferry_ns(args=["-u", str(port), "-U", "none"])
+        srv = guest_server(f, [port])
+        assert host_query("127.0.0.1", port, b"x") == \
+            (b"echo:%d:x" % port, port)
+    else:
+        echo(socket.AF_INET, "127.0.0.1", port)
+        f = ferry_ns(args=["-U", str(port), "-u", "none"])
+        assert guest_client(f, f"127.0.0.1|{port}") == "ok"
+    try:
+        n = int(stats(f, r"(\d+) datagrams on the loopback path"))
+        assert n >= 2, n
+
+        def expired():
+            o, c, x = map(int, stats(f, FLOW_STATS))
+            return o == 0 and x == c >= 1
+        wait_for(expired, 10, "loopback flows to expire", interval=0.3)
+    finally:
+        if srv:
+            srv.kill()
+            srv.wait()
