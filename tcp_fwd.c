@@ -19,8 +19,10 @@
  * its port is forwarded; its slot holds -errno meanwhile. An explicit -t
  * port warns once when a family fails and says when it works; one that
  * opens in no family at start-up is fatal, as in pasta (podman -p
- * expects a busy host port to fail loudly). "all" and "auto" retry
- * quietly.
+ * expects a busy host port to fail loudly). "auto" retries quietly (the
+ * other side listens there: the user wants the port). "all" takes what
+ * is free at start-up and never retries: a port busy then belongs to a
+ * host service, which must find it free again when it restarts.
  *
  * "auto" re-reads /proc/net/tcp and tcp6 every TCP_FWD_SCAN_MS: for -t the
  * namespace's files (opened once by the helper task: a /proc/net file
@@ -180,9 +182,9 @@ static int open_job(void *arg)
 /* register_slot() - put a listener open_job() made into the loop (again:
  * the port was waiting for a retry: say it works now). Returns the errno
  * of a failure to open it, else 0; a failure worth retrying stays in the
- * slot as -errno, any other clears it. */
+ * slot as -errno (unless once), any other clears it. */
 static int register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
-			 uint16_t port, bool again)
+			 uint16_t port, bool again, bool once)
 {
 	int32_t *slot = &c->tcp_fwd.lfd[lfd_idx(dir, v6, port)];
 	union eref ref = { .type = EREF_TCP_LISTEN,
@@ -191,7 +193,7 @@ static int register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
 
 	if (*slot < 0) {
 		err = -*slot;
-		if (!fwd_retriable(err))
+		if (once || !fwd_retriable(err))
 			*slot = 0;
 		return err;
 	}
@@ -202,7 +204,7 @@ static int register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
 	if ((rc = ep_add(c, fd, EPOLLIN, ref))) {
 		close(fd);
 		*slot = rc;
-		return register_slot(c, dir, v6, port, again);
+		return register_slot(c, dir, v6, port, again, once);
 	}
 	*slot = fd + 1;
 	c->tcp_fwd.st.listeners++;
@@ -214,6 +216,7 @@ static int register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
 
 #define OPEN_QUIET	1	/* "all", "auto", retries: no warnings */
 #define OPEN_FATAL	2	/* exit if a port opens in no family */
+#define OPEN_ONCE	4	/* "all": no retries (see the top) */
 
 /* open_ports() - listeners for the ports in map (in the namespace for
  * TCP_FWD_OUT), registered with the loop; failures worth it join the
@@ -243,7 +246,8 @@ static void open_ports(struct ctx *c, enum tcp_fwd_dir dir,
 		for (v6 = 0; v6 < 2; v6++) {
 			int32_t s;
 
-			err[v6] = register_slot(c, dir, v6, port, again);
+			err[v6] = register_slot(c, dir, v6, port, again,
+						how & OPEN_ONCE);
 			s = fs->lfd[lfd_idx(dir, v6, port)];
 			up |= s > 0;
 			wait |= s < 0;
@@ -392,7 +396,7 @@ void tcp_fwd_init(struct ctx *c)
 		if (dir == TCP_FWD_OUT && !ns)
 			break;
 		if (f->mode == FWD_ALL)
-			open_ports(c, dir, f->map, OPEN_QUIET);
+			open_ports(c, dir, f->map, OPEN_QUIET | OPEN_ONCE);
 		else if (f->mode == FWD_SPEC)
 			open_ports(c, dir, f->map,
 				   dir == TCP_FWD_IN ? OPEN_FATAL : 0);

@@ -49,7 +49,8 @@
  * fwd_retry, fwd.c), per family, for as long as the port is forwarded.
  * An explicit port warns once per family and says when it works; one
  * that opens in no family at start-up is fatal for -u (as in pasta),
- * retried for -U. "all" and "auto" retry quietly.
+ * retried for -U. "auto" retries quietly; "all" never retries (as for
+ * TCP, tcp_fwd.c: a port busy at start-up is a host service's).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -527,6 +528,7 @@ struct listen_job {
 	unsigned int dir;
 	const uint64_t *ports;
 	bool quiet;		/* "all", "auto", retries: no warnings */
+	bool once;		/* "all": no retries */
 	bool emfile;		/* out of fds: the rest only wait for retry */
 	int fatal_err;		/* first port open in no family: its errno */
 	uint16_t fatal_port;
@@ -567,7 +569,7 @@ static void listen_port(struct listen_job *j, uint16_t port)
 		j->fatal_err = rc[0] < 0 ? -rc[0] : -rc[1];
 		j->fatal_port = port;
 	}
-	fwd_retry_mark(&d->retry, port, wait || j->emfile, now);
+	fwd_retry_mark(&d->retry, port, (wait || j->emfile) && !j->once, now);
 }
 
 /* listen_ports_fn() - open listeners for the ports in j->ports (in the
@@ -593,7 +595,8 @@ static int listen_ports_fn(void *arg)
 static uint16_t listen_ports(struct ctx *c, unsigned int dir,
 			     const uint64_t *map, bool quiet, int *err)
 {
-	struct listen_job j = { c, dir, map, quiet, false, 0, 0 };
+	struct listen_job j = { c, dir, map, quiet,
+				dir_spec(c, dir)->mode == FWD_ALL, false, 0, 0 };
 	int rc;
 
 	if (dir == UDP_FWD_IN)

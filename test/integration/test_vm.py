@@ -136,7 +136,10 @@ def test_second_client_refused_first_still_served(vm):
     c1 = StreamClient(f.sock)
     arp_works(c1)
     c2 = StreamClient(f.sock)
-    c2.send_frame(arp_request(GW4))
+    try:
+        c2.send_frame(arp_request(GW4))
+    except (BrokenPipeError, ConnectionResetError):
+        pass		# refused before it could send: fine
     assert c2.wait_closed(5), "second client was not refused"
     assert c2.frames_seen == 0
     c2.close()
