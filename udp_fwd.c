@@ -555,7 +555,10 @@ static void listen_port(struct listen_job *j, uint16_t port)
 			     udp_opt(j->dir), port, v6 ? 6 : 4);
 		if (rc[v6] >= 0)
 			continue;
-		wait |= fwd_retriable(-rc[v6]);
+		/* auto: even a lasting failure waits (backing off) rather
+		 * than being tried again by every scan */
+		wait |= fwd_retriable(-rc[v6]) ||
+			dir_spec(j->c, j->dir)->mode == FWD_AUTO;
 		j->emfile = rc[v6] == -EMFILE;
 		if (!j->quiet && !again)
 			warn("udp: cannot forward %s port %u (IPv%d): %s%s",
