@@ -487,6 +487,51 @@ TEST(tcp_window_limits_and_dupack_rewind)
 	tcp_test_free(c);
 }
 
+/* After three duplicate ACKs rewind the send position, an ACK in the same
+ * batch for everything (the guest had it all; only its ACKs were lost)
+ * is taken: nothing is resent, new data follows the acknowledged end. */
+TEST(tcp_ack_beyond_rewind_resumes)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40005 };
+	struct rx_batch *rx = &c->link.rx;
+	static char big[8000];
+	uint32_t isn, i;
+	struct pkt p;
+	int ls = listener(false, &g.dport), a;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	pump(c, 2000, 6);
+	CHECK_EQ(test_tx_n(c), 6);
+	test_tx_reset(c);
+	for (i = 0; i < 4; i++) {
+		g.ack = i < 3 ? isn + 1 : isn + 1 + (uint32_t)sizeof(big);
+		rx->f[i].off = i * 2048;
+		rx->f[i].len = (uint32_t)guest_frame(&g, rx->buf + i * 2048,
+						     g.seq, TCP_F_ACK, NULL, 0,
+						     NULL, 0);
+	}
+	rx->n = 4;
+	tap_input(c);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	for (i = 0; i < test_tx_n(c); i++) {
+		CHECK(seg_at(c, i, &p));
+		CHECK_EQ(p.payload_len, 0);
+	}
+	test_tx_reset(c);
+	CHECK_EQ(send(a, "xyz", 3, 0), 3);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.seq, isn + 1 + sizeof(big));
+	CHECK_EQ(p.payload_len, 3);
+	CHECK(!memcmp(p.payload, "xyz", 3));
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
 TEST(tcp_guest_never_completes_handshake)
 {
 	struct ctx *c = tcp_test_ctx();
