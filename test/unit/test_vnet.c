@@ -238,6 +238,11 @@ TEST(vnet_pkt_parse_udp_partial)
 	CHECK_EQ(pkt_parse_off(f, n, true, &o, &p), DROP_NONE);
 	o.csum_off = 16;
 	CHECK_EQ(pkt_parse_off(f, n, true, &o, &p), DROP_VNET_CSUM);
+	/* UDP GSO (USO) is not offered: such a frame is refused. */
+	o.csum_off = 6;
+	o.gso = PKT_GSO_UDP;
+	o.gso_size = 8;
+	CHECK_EQ(pkt_parse_off(f, n, true, &o, &p), DROP_VNET_GSO);
 }
 
 /* A guest link with virtio-net headers whose transmitted frames (with
