@@ -91,8 +91,12 @@ void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms)
 
 void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd)
 {
+	seq_t edge = seq_add(conn->seq_from_guest, wnd);
+
 	conn->ack_sent = conn->seq_from_guest;
 	conn->wnd_sent = wnd;
+	if (seq_gt(edge, conn->wnd_edge))
+		conn->wnd_edge = edge;
 	conn->ack_state = TCP_ACK_NONE;
 	conn->flags &= (uint16_t)~TCP_C_ACK_NOW;
 }
@@ -343,6 +347,7 @@ void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
 	uint32_t l3 = v6 ? IP6_HLEN : IP4_HLEN;
 
 	conn->seq_from_guest = seq_add(seq_make(t->seq), 1);
+	conn->wnd_edge = conn->seq_from_guest;
 	conn->ws_from_guest = t->has_wscale ? t->wscale : 0;
 	conn->ws_to_guest = t->has_wscale ? TCP_WS_TO_GUEST : 0;
 	conn->wnd_from_guest = t->window;	/* never scaled in a SYN */
@@ -476,15 +481,21 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 
 	if (seq_gt(ack, conn->seq_to_guest)) {
 		uint32_t d = (uint32_t)seq_diff(ack, conn->seq_to_guest);
+		bool fin = conn->fin_rewound && d == conn->rewound + 1;
 
-		if (d > conn->rewound) {
+		if (d > conn->rewound && !fin) {
 			conn->flags |= TCP_C_ACK_NOW;	/* never sent */
 			return;
 		}
 		/* Sent before a rewind: the guest has it, skip ahead (the
-		 * peek offset follows when the acked bytes are dropped). */
-		conn->rewound -= d;
+		 * peek offset follows when the acked bytes are dropped).
+		 * With the FIN too, it counts as sent (acked just below). */
+		conn->rewound -= d - fin;
 		conn->seq_to_guest = ack;
+		if (fin) {
+			conn->flags |= TCP_C_FIN_SENT;
+			conn->fin_rewound = false;
+		}
 	}
 	if (seq_gt(ack, conn->seq_acked_by_guest)) {
 		uint32_t n = (uint32_t)seq_diff(ack, conn->seq_acked_by_guest);
@@ -620,7 +631,9 @@ static enum drop_reason tcp_data_input(struct ctx *c, struct flow *fl,
 		 * scoreboard sees blocks beyond an ACK that lags). */
 		if (conn->pend_bytes)
 			tcp_flush_pending(c, fl);
-		if (len)
+		if (seq_gt(seq_add(seq, (uint32_t)len), conn->wnd_edge))
+			r = DROP_TCP_SEQ;	/* beyond our window: keep none */
+		else if (len)
 			r = tcp_ooo_insert(c->tcp.ooo, conn,
 					   conn->seq_from_guest, seq,
 					   p->payload, len,

@@ -98,6 +98,8 @@ struct tcp_conn {
 	seq_t seq_acked_by_guest;	/* oldest unacknowledged (snd_una) */
 	uint32_t rewound;		/* data sent beyond seq_to_guest before
 					 * a rewind (snd_max - snd_nxt) */
+	bool fin_rewound;		/* our FIN was sent after those bytes:
+					 * an ACK of rewound + 1 acks it */
 	uint32_t wnd_from_guest;	/* guest's window, scaled, bytes */
 	uint32_t consume;		/* acked bytes still in the socket */
 	uint32_t clamp;			/* TCP_WINDOW_CLAMP last set, 0: none */
@@ -119,6 +121,9 @@ struct tcp_conn {
 	/* Our ACKs to the guest (delayed ACK, tcp.c) */
 	seq_t ack_sent;			/* ACK field of our last segment */
 	uint32_t wnd_sent;		/* window (bytes) of our last segment */
+	seq_t wnd_edge;			/* highest right edge we advertised
+					 * (ack + window); the out-of-order
+					 * queue keeps nothing beyond it */
 	uint8_t ack_state;		/* enum tcp_ack_state */
 	uint32_t wnd_base;		/* wnd_to_guest when last measured */
 	uint32_t wnd_written;		/* bytes written to the socket since */

@@ -216,6 +216,7 @@ bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags)
 	if (flags & TCP_F_FIN) {
 		conn->seq_to_guest = seq_add(seq, 1);
 		conn->flags |= TCP_C_FIN_SENT;
+		conn->fin_rewound = false;
 	}
 	return true;
 }
@@ -358,8 +359,10 @@ void tcp_rewind(struct ctx *c, struct flow *fl)
 	conn->rewound += (uint32_t)seq_diff(conn->seq_to_guest,
 					    conn->seq_acked_by_guest);
 	if ((conn->flags & TCP_C_FIN_SENT) && conn->rewound &&
-	    !(conn->flags & TCP_C_FIN_ACKED))
-		conn->rewound--;
+	    !(conn->flags & TCP_C_FIN_ACKED)) {
+		conn->rewound--;		/* the FIN is not data */
+		conn->fin_rewound = true;
+	}
 	conn->seq_to_guest = conn->seq_acked_by_guest;
 	conn->sock_sent = false;
 	if (!(conn->flags & TCP_C_FIN_ACKED))

@@ -186,17 +186,6 @@ static void events(struct ctx *c)
 	}
 }
 
-/* advance() - move the context's clock forward by ms. */
-static void advance(struct ctx *c, int64_t ms)
-{
-	c->now.tv_sec += ms / 1000;
-	c->now.tv_nsec += (ms % 1000) * 1000000;
-	if (c->now.tv_nsec >= 1000000000) {
-		c->now.tv_sec++;
-		c->now.tv_nsec -= 1000000000;
-	}
-}
-
 /* timers() - what the loop does when module timers are due. */
 static void timers(struct ctx *c)
 {
@@ -216,7 +205,7 @@ void fuzz_frame_ctx_reset(struct ctx *c)
 		tcp_conn_close(c, fl, true);
 	}
 	udp_close_all(c);
-	advance(c, 24 * 3600 * 1000);	/* every ping flow idles out */
+	test_advance(c, 24 * 3600 * 1000);	/* every ping flow idles out */
 	icmp_timer(c);
 	c->guest_mac_known = false;
 	memset(&c->guest_seen4, 0, sizeof(c->guest_seen4));
@@ -396,7 +385,7 @@ void fuzz_frames_feed(struct ctx *c, const uint8_t *data, size_t size)
 	if (flags & FZ_EVENTS)
 		events(c);
 	if (flags & FZ_TIMERS) {
-		advance(c, 61000);
+		test_advance(c, 61000);
 		timers(c);
 	}
 	tap_flush(c);

@@ -400,11 +400,7 @@ static void eviction_body(bool *ok)
 	c = ctx_live();
 	for (i = 0; i < ICMP_FLOWS_MAX; i++) {
 		send4(c, GW4, 8, (uint16_t)i, 1, 0);
-		c->now.tv_nsec += 1000000;	/* 1 ms apart */
-		if (c->now.tv_nsec >= 1000000000) {
-			c->now.tv_nsec -= 1000000000;
-			c->now.tv_sec++;
-		}
+		test_advance(c, 1);	/* 1 ms apart */
 	}
 	CHECK_EQ(c->flows.count[FLOW_PING], ICMP_FLOWS_MAX);
 	CHECK_EQ(c->icmp.evicted, 0);

@@ -310,16 +310,6 @@ TEST(ndp_router_ll_choice)
 	test_ctx_free(c);
 }
 
-static void advance(struct ctx *c, int64_t ms)
-{
-	c->now.tv_sec += ms / 1000;
-	c->now.tv_nsec += (ms % 1000) * 1000000;
-	if (c->now.tv_nsec >= 1000000000) {
-		c->now.tv_sec++;
-		c->now.tv_nsec -= 1000000000;
-	}
-}
-
 TEST(ndp_unsolicited_ra_schedule)
 {
 	struct ctx *c = test_ctx();
@@ -337,12 +327,12 @@ TEST(ndp_unsolicited_ra_schedule)
 	CHECK(!memcmp(p.eth_dst, "\x33\x33\0\0\0\1", 6));
 	for (i = 0; i < ARRAY_SIZE(initial); i++) {
 		c->timer_armed = false;
-		advance(c, initial[i] - 1);
+		test_advance(c, initial[i] - 1);
 		ndp_timer(c);			/* early: nothing, re-armed */
 		CHECK_EQ(test_tx_n(c), 1 + i);
 		CHECK(c->timer_armed);
 		CHECK(ts_ms_diff(&c->timer_due, &c->now) <= 1);
-		advance(c, 1);
+		test_advance(c, 1);
 		ndp_timer(c);
 		CHECK_EQ(test_tx_n(c), 2 + i);
 	}
@@ -355,14 +345,14 @@ TEST(ndp_unsolicited_ra_schedule)
 		CHECK(c->timer_armed);
 		d = ts_ms_diff(&c->timer_due, &c->now);
 		CHECK(d >= 10000 && d <= 60000);
-		advance(c, d);
+		test_advance(c, d);
 		ndp_timer(c);
 		CHECK_EQ(test_tx_n(c), 5 + i);
 	}
 	/* Link down: nothing sent, polled; back up: starts over. */
 	test_tx_reset(c);
 	c->link.up = false;
-	advance(c, 60000);
+	test_advance(c, 60000);
 	ndp_timer(c);
 	CHECK_EQ(c->ndp.ra_sent, 0);
 	c->link.up = true;
@@ -372,7 +362,7 @@ TEST(ndp_unsolicited_ra_schedule)
 	/* --no-ra: no schedule at all. */
 	c->conf.no_ra = true;
 	c->timer_armed = false;
-	advance(c, 60000);
+	test_advance(c, 60000);
 	ndp_timer(c);
 	CHECK(!c->timer_armed);
 	CHECK_EQ(test_tx_n(c), 1);

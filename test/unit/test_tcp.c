@@ -110,11 +110,7 @@ static void pump(struct ctx *c, int ms, size_t want)
  * that are due (the loop would). */
 static void advance(struct ctx *c, int ms)
 {
-	c->now.tv_nsec += (long)ms * 1000000L;
-	while (c->now.tv_nsec >= 1000000000L) {
-		c->now.tv_sec++;
-		c->now.tv_nsec -= 1000000000L;
-	}
+	test_advance(c, ms);
 	c->timer_armed = false;
 	tcp_timer(c);
 }
@@ -490,11 +486,28 @@ TEST(tcp_window_limits_and_dupack_rewind)
 /* After three duplicate ACKs rewind the send position, an ACK in the same
  * batch for everything (the guest had it all; only its ACKs were lost)
  * is taken: nothing is resent, new data follows the acknowledged end. */
+/* dupacks_then_ack() - one batch from the guest: three duplicate ACKs of
+ * una (a rewind), then an ACK of ack (arriving late, same batch). */
+static void dupacks_then_ack(struct tguest *g, uint32_t una, uint32_t ack)
+{
+	struct rx_batch *rx = &g->c->link.rx;
+	uint32_t i;
+
+	for (i = 0; i < 4; i++) {
+		g->ack = i < 3 ? una : ack;
+		rx->f[i].off = i * 2048;
+		rx->f[i].len = (uint32_t)guest_frame(g, rx->buf + i * 2048,
+						     g->seq, TCP_F_ACK, NULL, 0,
+						     NULL, 0);
+	}
+	rx->n = 4;
+	tap_input(g->c);
+}
+
 TEST(tcp_ack_beyond_rewind_resumes)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40005 };
-	struct rx_batch *rx = &c->link.rx;
 	static char big[8000];
 	uint32_t isn, i;
 	struct pkt p;
@@ -506,15 +519,7 @@ TEST(tcp_ack_beyond_rewind_resumes)
 	pump(c, 2000, 6);
 	CHECK_EQ(test_tx_n(c), 6);
 	test_tx_reset(c);
-	for (i = 0; i < 4; i++) {
-		g.ack = i < 3 ? isn + 1 : isn + 1 + (uint32_t)sizeof(big);
-		rx->f[i].off = i * 2048;
-		rx->f[i].len = (uint32_t)guest_frame(&g, rx->buf + i * 2048,
-						     g.seq, TCP_F_ACK, NULL, 0,
-						     NULL, 0);
-	}
-	rx->n = 4;
-	tap_input(c);
+	dupacks_then_ack(&g, isn + 1, isn + 1 + (uint32_t)sizeof(big));
 	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
 	for (i = 0; i < test_tx_n(c); i++) {
 		CHECK(seg_at(c, i, &p));
@@ -527,6 +532,53 @@ TEST(tcp_ack_beyond_rewind_resumes)
 	CHECK_EQ(p.tcp.seq, isn + 1 + sizeof(big));
 	CHECK_EQ(p.payload_len, 3);
 	CHECK(!memcmp(p.payload, "xyz", 3));
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* The host peer's data and FIN went to the guest; the guest's ACKs were
+ * late, three duplicates rewound the stream, and then the ACK of
+ * everything including the FIN arrived (same batch). That ACK covers
+ * what was sent before the rewind: nothing is resent, the FIN counts as
+ * acknowledged, and the guest's own FIN then closes the connection. */
+TEST(tcp_fin_ack_after_rewind_taken)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40017 };
+	static char big[8000];
+	uint32_t isn, i, fin_end = 0;
+	struct pkt p;
+	int ls = listener(false, &g.dport), a;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	CHECK_EQ(shutdown(a, SHUT_WR), 0);
+	pump(c, 2000, 7);
+	for (i = 0; i < test_tx_n(c); i++)
+		if (seg_at(c, i, &p) && (p.tcp.flags & TCP_F_FIN))
+			fin_end = p.tcp.seq + (uint32_t)p.payload_len + 1;
+	CHECK_EQ(fin_end, isn + 1 + sizeof(big) + 1);
+	test_tx_reset(c);
+	dupacks_then_ack(&g, isn + 1, fin_end);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	for (i = 0; i < test_tx_n(c); i++) {
+		CHECK(seg_at(c, i, &p));
+		CHECK_EQ(p.payload_len, 0);
+		CHECK(!(p.tcp.flags & TCP_F_FIN));
+	}
+	/* no retransmission later either */
+	test_tx_reset(c);
+	advance(c, TCP_RTO_MS * 4);
+	for (i = 0; i < test_tx_n(c); i++) {
+		CHECK(seg_at(c, i, &p));
+		CHECK_EQ(p.payload_len, 0);
+	}
+	/* the guest closes too: the connection is gone */
+	guest_send(&g, TCP_F_FIN | TCP_F_ACK, NULL, 0, NULL, 0);
+	pump(c, 500, 1);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
 	close(a);
 	close(ls);
 	tcp_test_free(c);
@@ -688,6 +740,50 @@ TEST(tcp_ooo_sack_and_hole_fill)
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
 	CHECK_EQ(c->tcp.ooo->st.blks_used, 0);
 	CHECK(!c->tcp.ooo->q[0].used);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* Bytes beyond the right edge of the window ferry advertised are not
+ * queued out of order (a guest may not pin the pool with data it was
+ * never invited to send); bytes up to the edge are. */
+TEST(tcp_ooo_nothing_beyond_advertised_window)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40016 };
+	static uint8_t data[600];
+	uint32_t base, wnd, b[8];
+	uint64_t drops;
+	struct pkt p;
+	int ls = listener(false, &g.dport), a;
+
+	memset(data, 0x5a, sizeof(data));
+	a = handshake_sack(&g, ls);
+	CHECK(a >= 0);
+	base = g.seq;
+	send_at(&g, base, data, 1000, 100, 0);	/* learn the window */
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, base);
+	wnd = (uint32_t)p.tcp.window << TCP_WS_TO_GUEST;
+	CHECK(wnd > 2000);
+	drops = c->stats.drops[DROP_TCP_SEQ];
+	/* one byte past the edge: refused, counted, no new SACK block */
+	test_tx_reset(c);
+	g.seq = base + wnd - 299;
+	guest_send(&g, TCP_F_ACK, data, 300, NULL, 0);
+	CHECK_EQ(c->stats.drops[DROP_TCP_SEQ], drops + 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(sack_of(&p, base, b), 1);
+	CHECK(b[0] == 1000 && b[1] == 1100);
+	/* ending exactly at the edge: queued */
+	test_tx_reset(c);
+	g.seq = base + wnd - 300;
+	guest_send(&g, TCP_F_ACK, data, 300, NULL, 0);
+	CHECK_EQ(c->stats.drops[DROP_TCP_SEQ], drops + 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(sack_of(&p, base, b), 2);
+	CHECK(b[0] == wnd - 300 && b[1] == wnd);
 	close(a);
 	close(ls);
 	tcp_test_free(c);
