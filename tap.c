@@ -55,6 +55,7 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
 	c->link.fd = fd;
 	c->link.up = true;
 	c->link.tx_gso = c->link.tx_csum_partial = false;
+	c->link.tx_uso = false;
 	c->link.tx.n = 0;
 	c->link.tx.used = 0;
 	c->link.rx.n = 0;
@@ -318,8 +319,10 @@ void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k)
 	tap_tx_commit_many_off(c, lens, k, NULL);
 }
 
-void tap_tx_commit_many_off(struct ctx *c, const size_t *lens, unsigned int k,
-			    const struct pkt_off *o)
+/* commit_many() - tap_tx_commit_many_off() (each: false, o for every
+ * frame) and tap_tx_commit_many_offv() (each: frame i takes o[i]). */
+static void commit_many(struct ctx *c, const size_t *lens, unsigned int k,
+			const struct pkt_off *o, bool each)
 {
 	struct tx_batch *tx = &c->link.tx;
 	size_t pfx = c->link.ops->tx_prefix;
@@ -338,7 +341,8 @@ void tap_tx_commit_many_off(struct ctx *c, const size_t *lens, unsigned int k,
 			memmove(tx->buf + off + pfx, tx->buf + slot + pfx,
 				lens[i]);
 		if (o && c->link.ops->vnet_hdr)
-			vnet_hdr_write(tx->buf + off, lens[i], o);
+			vnet_hdr_write(tx->buf + off, lens[i],
+				       each ? &o[i] : o);
 		else if (pfx)
 			c->link.ops->fill_prefix(tx->buf + off, lens[i]);
 		tx->f[tx->n].off = (uint32_t)off;
@@ -348,6 +352,18 @@ void tap_tx_commit_many_off(struct ctx *c, const size_t *lens, unsigned int k,
 		c->stats.tx_frames++;
 		c->stats.tx_bytes += lens[i];
 	}
+}
+
+void tap_tx_commit_many_off(struct ctx *c, const size_t *lens, unsigned int k,
+			    const struct pkt_off *o)
+{
+	commit_many(c, lens, k, o, false);
+}
+
+void tap_tx_commit_many_offv(struct ctx *c, const size_t *lens,
+			     unsigned int k, const struct pkt_off *offs)
+{
+	commit_many(c, lens, k, offs, true);
 }
 
 void tap_flush(struct ctx *c)

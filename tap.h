@@ -79,6 +79,10 @@ struct link {
 	 * TCP frames to the guest may be GSO super-frames, and may carry a
 	 * partial checksum the guest's kernel need not verify. */
 	bool tx_gso, tx_csum_partial;
+	/* USO (tap offers TUN_F_USO4/6): UDP frames to the guest may be
+	 * GSO super-frames of equal-sized datagrams (udp.c), and the
+	 * guest's kernel may send us such frames (split by udp.c). */
+	bool tx_uso;
 	struct tx_batch tx;
 	struct rx_batch rx;
 };
@@ -129,6 +133,11 @@ void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k);
 struct pkt_off;
 void tap_tx_commit_many_off(struct ctx *c, const size_t *lens, unsigned int k,
 			    const struct pkt_off *o);
+
+/* tap_tx_commit_many_offv() - the same, frame i with its own offload
+ * state offs[i] (same rules; offs NULL: none for any frame). */
+void tap_tx_commit_many_offv(struct ctx *c, const size_t *lens,
+			     unsigned int k, const struct pkt_off *offs);
 
 /* tap_flush() - write out queued frames (end of each loop iteration). */
 void tap_flush(struct ctx *c);

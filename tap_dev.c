@@ -10,7 +10,8 @@
  * turns it off) prefixes every frame, both ways, with a 12-byte
  * virtio-net header (vnet.h). tapdev_attach() sets its size and byte
  * order and asks the kernel for checksum offload and TSO for IPv4 and
- * IPv6 (TUNSETOFFLOAD, probed from the largest set down, logged). With TSO
+ * IPv6, and UDP segmentation (USO, Linux >= 6.2) when the kernel has it
+ * (TUNSETOFFLOAD, probed from the largest set down, logged). With TSO
  * on, the guest's kernel hands us TCP segments of up to 64 KiB whatever
  * the MTU, with
  * checksums left partial, and takes 64 KiB GSO frames from us, cutting
@@ -30,6 +31,14 @@
 #include "pkt.h"
 #include "util.h"
 #include "vnet.h"
+
+/* USO flags (Linux 6.2 uapi), for older headers. */
+#ifndef TUN_F_USO4
+#define TUN_F_USO4	0x20
+#endif
+#ifndef TUN_F_USO6
+#define TUN_F_USO6	0x40
+#endif
 
 /* Slot size for one frame read from the tap (MTU up to 65520 or a 64 KiB
  * GSO frame, plus the virtio-net header). */
@@ -137,7 +146,8 @@ const struct link_ops link_tapvnet_ops = {
 static unsigned int tapdev_offload(int fd)
 {
 	static const unsigned int sets[] = {
-		TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6,
+		TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_USO4 | TUN_F_USO6,
+		TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6,	/* before Linux 6.2 */
 		TUN_F_CSUM,
 	};
 	unsigned int i;
@@ -169,6 +179,8 @@ void tapdev_attach(struct ctx *c, int fd, bool vnet)
 	tap_attach(c, &link_tapvnet_ops, fd);
 	c->link.tx_gso = f & TUN_F_TSO4;
 	c->link.tx_csum_partial = f & TUN_F_CSUM;
-	info("tap: offloads%s%s%s", f & TUN_F_CSUM ? " checksum" : " none",
-	     f & TUN_F_TSO4 ? " TSO4" : "", f & TUN_F_TSO6 ? " TSO6" : "");
+	c->link.tx_uso = f & TUN_F_USO4;
+	info("tap: offloads%s%s%s%s", f & TUN_F_CSUM ? " checksum" : " none",
+	     f & TUN_F_TSO4 ? " TSO4" : "", f & TUN_F_TSO6 ? " TSO6" : "",
+	     f & TUN_F_USO4 ? " USO4 USO6" : "");
 }

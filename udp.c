@@ -521,11 +521,14 @@ void udp_input_done(struct ctx *c)
 
 /* --- host -> guest ------------------------------------------------------ */
 
-/* udp_frame_build() - Ethernet, IP and UDP headers in front of the plen
+/* udp_frame_hdrs() - Ethernet, IP and UDP headers in front of the plen
  * payload bytes already at f + frame_hdrlen(), from the remote to the
- * guest as key k (guest side) names them. Returns the frame length. */
-size_t udp_frame_build(const struct ctx *c, uint8_t *f,
-			      const struct flow_key *k, size_t plen)
+ * guest as key k (guest side) names them; the UDP checksum in full, or
+ * when partial only the pseudo-header sum, which the guest's kernel
+ * completes (NEEDS_CSUM). Returns the frame length. */
+static size_t udp_frame_hdrs(const struct ctx *c, uint8_t *f,
+			     const struct flow_key *k, size_t plen,
+			     bool partial)
 {
 	bool v6 = !inany_is4(&k->a);
 	size_t l4len = UDP_HLEN + plen;
@@ -542,10 +545,90 @@ size_t udp_frame_build(const struct ctx *c, uint8_t *f,
 	wr16(t + 2, k->pa);
 	wr16(t + 4, (uint16_t)l4len);
 	wr16(t + 6, 0);
+	if (partial) {
+		uint32_t ps = v6 ? csum_pseudo6(&k->b.a6, &k->a.a6,
+						IPPROTO_UDP, (uint32_t)l4len)
+				 : csum_pseudo4(k->b.v4m.a4, k->a.v4m.a4,
+						IPPROTO_UDP, (uint32_t)l4len);
+
+		wr16(t + 6, (uint16_t)~csum_fold(ps));
+		return (size_t)(t - f) + l4len;
+	}
 	sum = v6 ? csum_l4_6(&k->b.a6, &k->a.a6, IPPROTO_UDP, t, l4len)
 		 : csum_l4_4(k->b.v4m.a4, k->a.v4m.a4, IPPROTO_UDP, t, l4len);
 	wr16(t + 6, sum ? sum : 0xffff);
 	return (size_t)(t - f) + l4len;
+}
+
+/* uso_run() - on a USO link, append to the datagram of slot i (tot
+ * payload bytes so far, the first one's size s) the payloads of the
+ * slots after it that may share its GSO frame: same flow, not empty, of
+ * size s, the last one possibly shorter (it ends the run), within an IP
+ * packet's limit. Each is moved down behind the previous one, in place
+ * (its source lies beyond the destination: slots are a full datagram
+ * apart), and its slot emptied. Returns the slot after the run; *tot
+ * grows by what was appended. */
+static unsigned int uso_run(struct udp_rxb *b, unsigned int i, unsigned int n,
+			    size_t hl, size_t cap, size_t *tot)
+{
+	size_t s = b->lens[i];
+	unsigned int j = i + 1;
+
+	while (s && j < n && b->lens[j] != UDP_RX_NONE && b->lens[j] &&
+	       b->lens[j] <= s && *tot + b->lens[j] <= cap &&
+	       !memcmp(&b->keys[j], &b->keys[i], sizeof(b->keys[i]))) {
+		size_t l = b->lens[j];
+
+		memmove(b->frames[i] + hl + *tot, b->frames[j] + hl, l);
+		*tot += l;
+		b->lens[j++] = 0;
+		if (l < s)
+			break;
+	}
+	return j;
+}
+
+/* udp_frames_commit() - queue the n datagrams udp_rxb_recv() put in b
+ * (lens[i]: payload bytes, UDP_RX_NONE: no frame) as frames to the guest,
+ * slot i from the flow whose guest-side key is keys[i]. With checksum
+ * offload (and no capture, which wants full checksums) the UDP checksums
+ * are left partial; with USO too, each run of datagrams uso_run() finds
+ * becomes one GSO frame (gso_size: the run's first datagram), which the
+ * guest's kernel splits back into the very same datagrams. */
+void udp_frames_commit(struct ctx *c, struct udp_rxb *b, unsigned int n,
+		       bool v6)
+{
+	bool partial = c->link.ops->vnet_hdr && c->link.tx_csum_partial &&
+		       c->pcap_fd < 0;
+	bool uso = partial && c->link.tx_uso;
+	size_t hl = frame_hdrlen(v6);
+	size_t cap = v6 ? UDP_PAYLOAD_MAX6 : UDP_PAYLOAD_MAX4;
+	struct pkt_off offs[UDP_BATCH];
+	unsigned int i, j;
+
+	for (i = 0; i < n; i = j) {
+		size_t tot = b->lens[i];
+
+		j = i + 1;
+		if (tot == UDP_RX_NONE) {
+			b->lens[i] = 0;
+			continue;
+		}
+		if (uso)
+			j = uso_run(b, i, n, hl, cap, &tot);
+		offs[i] = (struct pkt_off){
+			.gso = uso ? PKT_GSO_UDP : PKT_GSO_NONE,
+			.gso_size = (uint16_t)b->lens[i],
+			.hdr_len = (uint16_t)hl, .csum_partial = true,
+			.csum_start = (uint16_t)(hl - UDP_HLEN), .csum_off = 6,
+		};
+		b->lens[i] = udp_frame_hdrs(c, b->frames[i], &b->keys[i], tot,
+					    partial);
+	}
+	if (partial)
+		tap_tx_commit_many_offv(c, b->lens, n, offs);
+	else
+		tap_tx_commit_many(c, b->lens, n);
 }
 
 
@@ -630,9 +713,8 @@ static bool udp_flow_recv(struct ctx *c, struct flow *fl, struct udp_rxb *b)
 	if (!n)
 		return false;
 	for (i = 0; i < n; i++)
-		b->lens[i] = b->lens[i] == UDP_RX_NONE ? 0 :
-			     udp_frame_build(c, b->frames[i], k, b->lens[i]);
-	tap_tx_commit_many(c, b->lens, n);
+		b->keys[i] = *k;
+	udp_frames_commit(c, b, n, !inany_is4(&k->a));
 	UDP_FLOW(fl)->replied = true;
 	udp_flow_touch(c, fl);
 	return full;

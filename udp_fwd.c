@@ -416,10 +416,8 @@ static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
 		uint16_t pport;
 		struct flow *fl;
 
-		if (b->lens[i] == UDP_RX_NONE) {
-			b->lens[i] = 0;
+		if (b->lens[i] == UDP_RX_NONE)
 			continue;
-		}
 		recv_meta(&b->mm[i].msg_hdr, v6, &peer, &pport, &local);
 		flow_key_make(&hk, IPPROTO_UDP, &peer, pport, &local, ref.aux);
 		fl = flow_lookup(&c->flows, FLOW_SIDE_HOST, &hk);
@@ -437,15 +435,14 @@ static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
 		if (fl && UDP_FLOW(fl)->splice)
 			splice_out_add(&o, c, fl, b->iov[i].iov_base,
 				       b->lens[i]);
-		b->lens[i] = fl && !UDP_FLOW(fl)->splice
-			     ? udp_frame_build(c, b->frames[i],
-					       &fl->f.key[FLOW_SIDE_GUEST],
-					       b->lens[i])
-			     : 0;
+		if (fl && !UDP_FLOW(fl)->splice)
+			b->keys[i] = fl->f.key[FLOW_SIDE_GUEST];
+		else
+			b->lens[i] = UDP_RX_NONE;	/* no frame */
 	}
 	splice_out_flush(c, &o);
 	if (n)
-		tap_tx_commit_many(c, b->lens, n);
+		udp_frames_commit(c, b, n, v6);
 	return full;
 }
 

@@ -40,6 +40,7 @@ struct udp_rxb {
 	struct iovec iov[UDP_BATCH];
 	uint8_t *frames[UDP_BATCH];
 	size_t lens[UDP_BATCH];		/* payload, then frame lengths */
+	struct flow_key keys[UDP_BATCH];	/* guest side of each one's flow */
 	sockaddr_inany names[UDP_BATCH];
 	union {
 		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
@@ -82,9 +83,9 @@ void udp_rxb_slot(struct udp_rxb *b, unsigned int i, uint8_t *buf,
 /* udp_rxb_recv() - receive into reserved guest frames (see udp.c). */
 unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 			  struct udp_rxb *b, bool *full);
-/* udp_frame_build() - headers in front of a received payload. */
-size_t udp_frame_build(const struct ctx *c, uint8_t *f,
-		       const struct flow_key *k, size_t plen);
+/* udp_frames_commit() - received datagrams to the guest (see udp.c). */
+void udp_frames_commit(struct ctx *c, struct udp_rxb *b, unsigned int n,
+		       bool v6);
 /* udp_env_u32() - test builds: a limit from the environment. */
 uint32_t udp_env_u32(const char *name, uint32_t dflt);
 
