@@ -279,8 +279,11 @@ static enum drop_reason off_check(const struct pkt *p, const struct pkt_off *o)
 		    p->is_v6 != (o->gso == PKT_GSO_TCP6) || !o->gso_size)
 			return DROP_VNET_GSO;
 		break;
-	case PKT_GSO_UDP:	/* USO is never offered to the guest: udp.c
-				 * would send a super-frame as one datagram */
+	case PKT_GSO_UDP:	/* USO: udp_input() sends one datagram per
+				 * gso_size bytes */
+		if (!p->is_ip || p->l4proto != IPPROTO_UDP || !o->gso_size)
+			return DROP_VNET_GSO;
+		break;
 	default:
 		return DROP_VNET_GSO;
 	}

@@ -18,7 +18,8 @@
  * decodes the header into a struct pkt_off and passes it to
  * pkt_parse_off(). A GSO frame is one TCP segment of up to 64 KiB that
  * the guest's kernel did not cut to its MTU; it is accepted only when the
- * frame really is TCP of the family the GSO type names. A partial
+ * frame really is TCP of the family the GSO type names (or, for USO, UDP
+ * carrying datagrams of gso_size bytes, the last maybe shorter). A partial
  * checksum (NEEDS_CSUM: only the pseudo-header sum is in the field) is
  * not verified: it comes from the local kernel, which offloaded it; its
  * offsets must name exactly the parsed transport checksum field.

@@ -25,13 +25,21 @@
  * Data path, without allocation and with each payload copied once:
  *  - guest -> host: udp_input() queues datagrams per flow (payload
  *    pointers into the rx batch, valid until the batch ends) and
- *    udp_input_done() sends each flow's queue with one sendmmsg().
+ *    udp_input_done() sends each flow's queue with one sendmmsg(). A
+ *    UDP GSO frame (USO, from a guest socket using UDP_SEGMENT) is
+ *    queued as the datagrams it stands for, one per gso_size bytes.
+ *    (DHCP and DHCPv6 see such a frame as one message: they read only
+ *    the first one's bytes.)
  *  - host -> guest: on readability, recvmmsg() receives up to UDP_BATCH
  *    datagrams straight into frames reserved in the guest tx batch
  *    (tap_tx_reserve_many()), each slot sized for the largest datagram
  *    the guest MTU allows; Ethernet, IP and UDP headers are then written
  *    in front of each payload in place. Datagrams larger than the guest
  *    MTU allows are dropped (DROP_UDP_TOO_BIG): ferry does not fragment.
+ *    On a tap with USO, consecutive datagrams of one flow in a batch are
+ *    moved together behind the first one's headers and go as one UDP
+ *    GSO frame (udp_frames_commit()): one write() to the tap for up to
+ *    UDP_BATCH datagrams, which the guest's kernel cuts apart again.
  *
  * Limits. Flows expire after UDP_TIMEOUT_MS without traffic, or
  * UDP_TIMEOUT_REPLIED_MS once the host side has answered (like conntrack's
@@ -404,6 +412,18 @@ enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 			return r;
 	}
 	udp_flow_touch(c, fl);
+	if (p->gso == PKT_GSO_UDP && p->gso_size) {
+		size_t off = 0, n;
+
+		/* USO: the datagrams the guest's socket handed its kernel,
+		 * gso_size bytes each, the last maybe shorter. */
+		do {
+			n = MIN((size_t)p->gso_size, p->payload_len - off);
+			udp_queue(c, fl, p->payload + off, n);
+			off += n;
+		} while (off < p->payload_len);
+		return DROP_NONE;
+	}
 	udp_queue(c, fl, p->payload, p->payload_len);
 	return DROP_NONE;
 }

@@ -235,3 +235,86 @@ def test_uso_split_by_forwarding_guest(ferry_ns, tmp_path):
         hold.wait()
     assert f.stop() == 0
     assert to_guest_frames(f) < sent * 0.6
+
+
+GUEST_SEND = PLAN + r'''
+import select, socket, struct, sys
+addr, port, pmax, nb = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+ai = socket.getaddrinfo(addr, port, 0, socket.SOCK_DGRAM)[0]
+s = socket.socket(ai[0], socket.SOCK_DGRAM)
+s.connect(ai[4])
+for b, groups in enumerate(plan(pmax, nb)):
+    i = 0
+    for size, cnt, last in groups:
+        lens = [size] * (cnt - 1) + [last]
+        buf = b"".join(payload(b, i + k, n) for k, n in enumerate(lens))
+        if cnt == 1:
+            s.send(buf)
+        else:
+            s.sendmsg([buf], [(socket.SOL_UDP, 103, struct.pack("H", size))])
+        i += cnt
+    if not select.select([s], [], [], 10)[0]:
+        sys.exit("no 'next' after burst %d" % b)
+    s.recv(100)
+print("done")
+'''
+
+
+class Receiver(threading.Thread):
+    """Host side of guest -> host: checks each burst's datagrams (order,
+    boundaries, content), then answers "next"."""
+
+    def __init__(self, fam, addr, pmax, nbursts):
+        super().__init__(daemon=True)
+        self.s = socket.socket(fam, socket.SOCK_DGRAM)
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.s.bind((addr, 0))
+        self.s.settimeout(10)
+        self.port = self.s.getsockname()[1]
+        self.pmax, self.nbursts = pmax, nbursts
+        self.env = {}
+        exec(PLAN, self.env)
+        self.res = {"datagrams": 0, "bad": [], "missing": 0}
+        self.start()
+
+    def run(self):
+        try:
+            for b, groups in enumerate(self.env["plan"](self.pmax,
+                                                        self.nbursts)):
+                for i, n in enumerate(self.env["lengths"](groups)):
+                    d, peer = self.s.recvfrom(70000)
+                    self.res["datagrams"] += 1
+                    if d != self.env["payload"](b, i, n) and \
+                            len(self.res["bad"]) < 10:
+                        self.res["bad"].append((b, i, n, len(d)))
+                self.s.sendto(b"next", peer)
+        except OSError:
+            self.res["missing"] += 1
+        finally:
+            self.s.close()
+
+
+@pytest.mark.parametrize("v6,mtu,offload", [
+    (False, 1500, True), (True, 1500, True), (False, 65520, True),
+    (False, 1500, False)],
+    ids=["v4-1500", "v6-1500", "v4-65520", "v4-no-offload"])
+def test_uso_guest_to_host_split(ferry_ns, v6, mtu, offload):
+    """A guest socket sending with UDP_SEGMENT: each datagram reaches the
+    host as sent (ferry splits the guest's GSO frames per gso_size)."""
+    f = ferry_ns(args=["-m", str(mtu)] + ([] if offload else
+                                           ["--no-offload"]))
+    pmax = mtu - (48 if v6 else 28)
+    rcv = Receiver(socket.AF_INET6 if v6 else socket.AF_INET,
+                   "::1" if v6 else "127.0.0.1", pmax, 40)
+    r = f.guest([PY, "-c", GUEST_SEND, GW6_SCOPED if v6 else GW4,
+                 str(rcv.port), str(pmax), "40"], timeout=120, check=False)
+    rcv.join(30)
+    assert rcv.res["bad"] == [] and rcv.res["missing"] == 0, rcv.res
+    assert r.returncode == 0 and r.stdout.strip() == "done", r
+    assert f.stop() == 0
+    m = re.search(r"stats: from guest (\d+) frames", f.logpath.read_text())
+    sent = rcv.res["datagrams"]
+    if offload:
+        assert int(m.group(1)) < sent * 0.6, (m.group(1), sent)
+    else:
+        assert int(m.group(1)) >= sent, (m.group(1), sent)

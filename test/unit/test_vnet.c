@@ -238,10 +238,15 @@ TEST(vnet_pkt_parse_udp_partial)
 	CHECK_EQ(pkt_parse_off(f, n, true, &o, &p), DROP_NONE);
 	o.csum_off = 16;
 	CHECK_EQ(pkt_parse_off(f, n, true, &o, &p), DROP_VNET_CSUM);
-	/* UDP GSO (USO) is not offered: such a frame is refused. */
+	/* UDP GSO (USO): accepted on a UDP frame, with its segment size;
+	 * a zero segment size is refused. */
 	o.csum_off = 6;
 	o.gso = PKT_GSO_UDP;
 	o.gso_size = 8;
+	CHECK_EQ(pkt_parse_off(f, n, true, &o, &p), DROP_NONE);
+	CHECK_EQ(p.gso, PKT_GSO_UDP);
+	CHECK_EQ(p.gso_size, 8);
+	o.gso_size = 0;
 	CHECK_EQ(pkt_parse_off(f, n, true, &o, &p), DROP_VNET_GSO);
 }
 
