@@ -145,9 +145,9 @@ void tcp_events_update(struct ctx *c, struct flow *fl)
 			want = EPOLLRDHUP | EPOLLIN;
 	} else if (conn->state == TCP_CS_ESTABLISHED) {
 		if (!(conn->flags & TCP_C_SOCK_EOF)) {
-			want |= EPOLLRDHUP;
-			if (!(conn->flags & TCP_C_STALLED))
-				want |= EPOLLIN;
+			/* Also while stalled: arrivals then only tighten the
+			 * window clamp (tcp_tx.c, tcp_sendable()). */
+			want |= EPOLLRDHUP | EPOLLIN;
 		}
 		if ((conn->flags & TCP_C_WANT_OUT) &&
 		    !(conn->flags & TCP_C_SHUT_WR))

@@ -103,6 +103,10 @@ struct tcp_conn {
 	uint32_t wnd_from_guest;	/* guest's window, scaled, bytes */
 	uint32_t consume;		/* acked bytes still in the socket */
 	uint32_t clamp;			/* TCP_WINDOW_CLAMP last set, 0: none */
+	uint32_t mss_peer;		/* host socket's advertised MSS, 0: not
+					 * looked up yet (tcp_tx.c) */
+	seq_t guest_edge;		/* guest's right edge (ack + window) */
+	int64_t edge_ms;		/* when guest_edge last advanced */
 
 	/* guest -> host (the guest's sequence space) */
 	seq_t seq_from_guest;		/* next byte expected (all before it
@@ -153,6 +157,7 @@ struct pkt;
 #define TCP_DATA_RETRIES	10	/* then the connection is reset */
 #define TCP_IDLE_MS		(2 * 3600 * 1000)	/* inactivity */
 #define TCP_STUCK_MS		1000	/* zero-window detection delay */
+#define TCP_PAUSE_MS		20	/* guest edge still: guest paused */
 #define TCP_WS_TO_GUEST		9	/* our window scale: 32 MiB max */
 #define TCP_WND_SEGS		256	/* window to the guest: max segments */
 #define TCP_DELACK_MS		2	/* longest wait of a delayed ACK */
@@ -179,7 +184,9 @@ bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);
 void tcp_rst_reply(struct ctx *c, const struct pkt *p);
 void tcp_data_to_guest(struct ctx *c, struct flow *fl);
 void tcp_consume(struct ctx *c, struct flow *fl);
-void tcp_clamp_update(struct ctx *c, struct flow *fl, bool force);
+/* tcp_clamp_update() - re-compute the window clamp (tcp_tx.c); stale:
+ * set it even if unchanged (the kernel may have rewritten it). */
+void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale);
 void tcp_rewind(struct ctx *c, struct flow *fl);
 void tcp_stuck_check(struct ctx *c, struct flow *fl);
 bool tcp_probe_or_rto(struct ctx *c, struct flow *fl);

@@ -33,26 +33,35 @@
  * back to the guest's ACK, the peek offset to zero, and the next read
  * sends the same bytes again (three duplicate ACKs or a timeout).
  *
- * Window clamp (doc/tcp.md has the measurements this is based on): the
+ * Window clamp (doc/tcp.md "Window clamp", doc/window-clamp.md): the
  * guest's flow control is mirrored onto the host socket with
- * TCP_WINDOW_CLAMP, so the remote sender sees a window that ends where the
- * guest's window ends instead of filling MiBs of kernel buffer:
+ * TCP_WINDOW_CLAMP, so the remote sender's right edge lands a slack
+ * beyond the guest's right edge instead of MiBs of kernel buffer later:
  *
- *   clamp = max(guest right edge - bytes queued in the socket, floor)
- *   floor = max(4 * MSS of the host path, 64 KiB)
+ *   clamp = max(guest window + slack - bytes past the guest's ack, low)
+ *   slack = max(4 * MSS of the host path, 64 KiB)
+ *   low   = the slack, or the kernel's minimum (1152) once the guest
+ *           paused
  *
- * The floor keeps full segments in flight (a clamp below the peer's MSS
- * degenerates into 200 ms silly-window crawling on this kernel). The
- * clamp limits the window beyond the last byte received, not the queue:
- * while the guest is paused, the socket still fills up to its receive
- * buffer (measured, doc/tcp.md "bounded buffering"); a tiny clamp for
- * paused guests was tried and slowed the resume, so it is not used. The
- * is re-applied after every MSG_TRUNC consumption, because the kernel's
- * receive-buffer autotuning rewrites window_clamp whenever the buffer
- * grows (measured: a clamp set once does not persist). It is never set
- * below the floor, so it can never lock a window at zero; should a zero
- * window be observed to stick anyway (tcp_stuck_check()), clamping is
- * switched off for good and the socket re-opened with a large clamp.
+ * The kernel counts its window from the last byte received and never
+ * takes back a right edge it advertised, so a clamp bounds the queue only
+ * while it keeps shrinking as data arrives: it is re-computed on every
+ * read, right after every consumption (receive-buffer autotuning
+ * rewrites window_clamp inside that recv()), and while the guest's
+ * window is full on every arrival (EPOLLIN stays registered,
+ * edge-triggered). A smaller clamp also cuts the socket's rcv_ssthresh,
+ * which a larger one does not restore (the window then regrows only from
+ * arriving segments; below one segment the peer waits for its persist
+ * timer), so "low" stays at the slack while the guest reads, which keeps
+ * full segments of the host path in flight (a clamp below the peer's MSS
+ * degenerates into silly-window crawling). Once the guest paused (zero
+ * window, its edge still for
+ * TCP_PAUSE_MS) and the socket holds two slacks past its edge, the
+ * kernel's minimum leaves the peer only its persist probes; the resume
+ * then waits for the next probe (<= ~200 ms). The clamp is never zero,
+ * so it cannot lock a window at zero; should a zero window stick anyway
+ * (tcp_stuck_check()), clamping is switched off for good and the socket
+ * re-opened with a large clamp.
  */
 #include <errno.h>
 #include <sys/ioctl.h>
@@ -73,6 +82,7 @@
 #define DISCARD_SIZE	(1u << 16)
 #define DISCARD_IOV	512		/* fallback: up to 32 MiB in flight */
 #define CLAMP_FLOOR_MIN	(64u << 10)
+#define CLAMP_MIN	1152u		/* the kernel's smallest clamp */
 #define CLAMP_OPEN	(1u << 30)	/* "no clamp" after a fallback */
 /* tcpi_rcv_wnd (Linux 6.2+) follows tcpi_snd_wnd at offset 228 of the
  * uapi struct tcp_info; libc's copy of the struct ends before both. */
@@ -269,6 +279,109 @@ uint32_t tcp_isn(const struct ctx *c, const struct flow *fl)
 	return (uint32_t)h + (uint32_t)(ns >> 12);
 }
 
+/* tcp_clamp_slack() - how far beyond the guest's right edge the host peer
+ * may send: full segments of the host path in flight, never
+ * silly-window sized. */
+static uint32_t tcp_clamp_slack(const struct tcp_conn *conn)
+{
+	uint32_t mss = conn->mss_host ? conn->mss_host : 1460;
+
+	return MAX(4 * mss, CLAMP_FLOOR_MIN);
+}
+
+/* tcp_clamp_seg() - the largest segment the peer may send us (our
+ * advertised MSS, tcpi_advmss), looked up once. */
+static uint32_t tcp_clamp_seg(struct tcp_conn *conn)
+{
+	struct tcp_info ti;
+	socklen_t sl = sizeof(ti);
+
+	if (conn->mss_peer)
+		return conn->mss_peer;
+	conn->mss_peer = conn->mss_host ? conn->mss_host : 1460;
+	if (!getsockopt(conn->sock, IPPROTO_TCP, TCP_INFO, &ti, &sl))
+		conn->mss_peer = ti.tcpi_advmss;
+	conn->mss_peer = MAX(conn->mss_peer, CLAMP_MIN);
+	return conn->mss_peer;
+}
+
+/* tcp_clamp_edge() - follow the guest's right edge (ack + window): while
+ * it advances the guest is reading. Returns how long it has stood still
+ * (ms). */
+static int64_t tcp_clamp_edge(struct ctx *c, struct tcp_conn *conn)
+{
+	seq_t edge = seq_add(conn->seq_acked_by_guest, conn->wnd_from_guest);
+	int64_t now = tcp_now_ms(c);
+
+	if (!conn->edge_ms || seq_gt(edge, conn->guest_edge)) {
+		conn->guest_edge = edge;
+		conn->edge_ms = now;
+	}
+	return now - conn->edge_ms;
+}
+
+/* tcp_clamp_low() - the smallest clamp for a socket holding beyond bytes
+ * past the guest's acknowledgement: the slack (at least one segment of
+ * the peer) while the guest takes data; the kernel's minimum once the
+ * guest paused: its window zero, its edge still for TCP_PAUSE_MS and two
+ * slacks queued past it (small receive buffers never get there: they
+ * bound the queue by themselves). The window is then below a segment
+ * and only the peer's persist probes come in; the resume waits for the
+ * next probe. */
+static uint32_t tcp_clamp_low(struct ctx *c, struct tcp_conn *conn,
+			      uint32_t beyond, uint32_t slack)
+{
+	int64_t still = tcp_clamp_edge(c, conn);
+
+	if ((conn->flags & TCP_C_STALLED) && !conn->wnd_from_guest &&
+	    beyond > 2 * slack && still >= TCP_PAUSE_MS)
+		return CLAMP_MIN;
+	return MAX(slack, tcp_clamp_seg(conn));
+}
+
+/* tcp_clamp_apply() - set the clamp for inq bytes queued in the socket:
+ * the peer's right edge lands a slack beyond the guest's right edge (the
+ * kernel counts its window from the last byte received, so the clamp is
+ * that edge minus what the socket already holds past the guest's
+ * acknowledgement), never below tcp_clamp_low(). One setsockopt when the
+ * value changes (or when stale is set: the kernel may have rewritten
+ * it), none otherwise; a shrink by less than a quarter of the slack
+ * waits for the next change. */
+static void tcp_clamp_apply(struct ctx *c, struct flow *fl, uint32_t inq,
+			    bool stale)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t beyond = inq > conn->consume ? inq - conn->consume : 0;
+	uint32_t slack = tcp_clamp_slack(conn);
+	uint32_t allow = conn->wnd_from_guest + slack, clamp, low;
+
+	if (c->tcp.clamp_off || (conn->flags & TCP_C_CLAMP_OFF) ||
+	    conn->state != TCP_CS_ESTABLISHED || conn->sock < 0)
+		return;
+	low = tcp_clamp_low(c, conn, beyond, slack);
+	clamp = allow > beyond ? allow - beyond : 0;
+	clamp = MAX(clamp, low);
+	if (!stale && (clamp == conn->clamp ||
+		       (clamp < conn->clamp && clamp > low &&
+			conn->clamp - clamp < slack / 4)))
+		return;
+	if (setsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp,
+		       sizeof(clamp)))
+		return;
+	conn->clamp = clamp;
+	c->tcp.st.clamp_sets++;
+}
+
+void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	int inq = 0;
+
+	if (conn->sock < 0 || ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
+		return;
+	tcp_clamp_apply(c, fl, (uint32_t)inq, stale);
+}
+
 void tcp_consume(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -280,40 +393,10 @@ void tcp_consume(struct ctx *c, struct flow *fl)
 	if (n <= 0)
 		return;
 	conn->consume -= (uint32_t)MIN((size_t)n, (size_t)conn->consume);
+	/* Receive-buffer autotuning may have rewritten the clamp inside that
+	 * recv() (to MiBs): set ours again at once, before the peer's next
+	 * segments grow the window to match. */
 	tcp_clamp_update(c, fl, true);
-}
-
-/* tcp_clamp_floor() - smallest clamp: full segments of the host path in
- * flight, never silly-window sized. */
-static uint32_t tcp_clamp_floor(const struct tcp_conn *conn)
-{
-	uint32_t mss = conn->mss_host ? conn->mss_host : 1460;
-
-	return MAX(4 * mss, CLAMP_FLOOR_MIN);
-}
-
-void tcp_clamp_update(struct ctx *c, struct flow *fl, bool force)
-{
-	struct tcp_conn *conn = conn_of(fl);
-	uint32_t clamp, want = 0;
-	int inq = 0;
-
-	if (c->tcp.clamp_off || (conn->flags & TCP_C_CLAMP_OFF) ||
-	    conn->state != TCP_CS_ESTABLISHED || conn->sock < 0)
-		return;
-	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
-		inq = 0;
-	if (conn->wnd_from_guest > (uint32_t)inq)
-		want = conn->wnd_from_guest - (uint32_t)inq;
-	clamp = MAX(want, tcp_clamp_floor(conn));
-
-	if (!force && clamp == conn->clamp)
-		return;
-	if (setsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp,
-		       sizeof(clamp)))
-		return;
-	conn->clamp = clamp;
-	c->tcp.st.clamp_sets++;
 }
 
 void tcp_stuck_check(struct ctx *c, struct flow *fl)
@@ -458,16 +541,18 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 	size_t n, reach = (size_t)DISCARD_IOV * DISCARD_SIZE;
 	int inq = 0;
 
+	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
+		return 0;
 	if (inflight >= wnd) {
-		/* Stalled takes EPOLLIN off the socket: data arriving now
-		 * goes unreported, so the next read must look. */
+		/* Stalled: arrivals still wake us (EPOLLET), only to tighten
+		 * the clamp; the guest's ACK brings the next read. */
 		conn->flags |= TCP_C_STALLED | TCP_C_WAS_ZERO;
 		conn->sock_sent = false;
+		tcp_clamp_apply(c, fl, (uint32_t)inq, false);
 		return 0;
 	}
 	conn->flags &= (uint16_t)~TCP_C_STALLED;
-	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
-		return 0;
+	tcp_clamp_apply(c, fl, (uint32_t)inq, false);
 	*skip = (size_t)conn->consume + inflight;
 	if ((size_t)inq <= *skip) {
 		conn->sock_sent = true;

@@ -96,6 +96,14 @@ def ferry_recvq(server_port):
     return int(m.group(1)) if m else None
 
 
+def guest_recvq(f, server_port):
+    """Recv-Q of the guest's socket connected to the server port."""
+    out = f.guest(["ss", "-tnH", "state", "established",
+                   f"dport = :{server_port}"], check=False).stdout
+    m = re.match(r"\s*(\d+)", out)
+    return int(m.group(1)) if m else None
+
+
 def test_stall_paused_receiver(ferry_ns, shape, request):
     if shape != "default":
         # Known issue (doc/tcp.md): after a 3 s pause, recovery in the small
@@ -115,8 +123,9 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
     def sample():
         while not stop.is_set():
             q = ferry_recvq(srv.port)
-            if q is not None:
-                samples.append((time.monotonic(), q))
+            g = guest_recvq(f, srv.port)
+            if q is not None and g is not None:
+                samples.append((time.monotonic(), q, g))
             time.sleep(0.05)
     th = threading.Thread(target=sample)
     th.start()
@@ -148,10 +157,12 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
     # Queue while paused: after the first second of the pause (the guest's
     # own buffer fills first), until the resume.
     t0 = samples[0][0] if samples else 0
-    paused_q = [q for t, q in samples if p0 + 1 <= t - t0 <= p1 - 0.2]
-    qmax = max(paused_q, default=0)
+    paused = [(q, g) for t, q, g in samples if p0 + 1 <= t - t0 <= p1 - 0.2]
+    qmax = max((q for q, g in paused), default=0)
+    gmax = max((g for q, g in paused), default=0)
     report({"shape": shape, "case": "pause3s", "before": before,
             "after": after, "recvq_max_paused": qmax,
+            "guest_recvq_max_paused": gmax,
             "resume_slots": slots[int(p1 * 10):int(p1 * 10) + 12]})
     assert pre > 0, slots[:i_p0]
     assert not zero_secs, (before, after)
