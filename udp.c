@@ -25,7 +25,11 @@
  * Data path, without allocation and with each payload copied once:
  *  - guest -> host: udp_input() queues datagrams per flow (payload
  *    pointers into the rx batch, valid until the batch ends) and
- *    udp_input_done() sends each flow's queue with one sendmmsg(). A
+ *    udp_input_done() sends each flow's queue with one sendmmsg(), each
+ *    message a run of equal-sized datagrams as one UDP_SEGMENT send (one
+ *    pass through the host's stack per run; a socket that refuses it,
+ *    e.g. on a route whose MTU the datagrams exceed, falls back to one
+ *    datagram per message for good). A
  *    UDP GSO frame (USO, from a guest socket using UDP_SEGMENT) is
  *    queued as the datagrams it stands for, one per gso_size bytes.
  *    (DHCP and DHCPv6 see such a frame as one message: they read only
@@ -72,6 +76,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <netinet/udp.h>
 
 #include "checksum.h"
 #include "ferry.h"
@@ -85,6 +90,9 @@
 #define UDP_PAYLOAD_MAX4	(65535 - IP4_HLEN - UDP_HLEN)	/* 65507 */
 #define UDP_PAYLOAD_MAX6	(65535 - UDP_HLEN)		/* 65527 */
 #define UDP_SOCK_BUF		(4 << 20)	/* SO_RCVBUF/SO_SNDBUF asked */
+#define UDP_GSO_SEGS		64	/* datagrams per UDP_SEGMENT send (the
+					 * kernel's UDP_MAX_SEGMENTS: 64 before
+					 * Linux 5.x, more since) */
 
 
 
@@ -467,12 +475,41 @@ static bool send_error_transient(int e)
 	       e == EHOSTDOWN || e == ENETDOWN || e == EPERM;
 }
 
-void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n)
+/* gso_fallback() - a UDP_SEGMENT message the kernel refused (no
+ * segmentation on that route, a segment beyond its MTU, an old kernel):
+ * send its datagrams one per message, with its control data but the
+ * segment size (the first control message, see udp_gso_msg()). */
+static void gso_fallback(struct ctx *c, int fd, const struct msghdr *mh)
+{
+	struct mmsghdr one[UDP_GSO_SEGS];
+	struct cmsghdr *seg = CMSG_FIRSTHDR(mh);
+	size_t skip = CMSG_SPACE(sizeof(uint16_t));
+	unsigned int k;
+
+	for (k = 0; k < mh->msg_iovlen && k < UDP_GSO_SEGS; k++)
+		one[k].msg_hdr = (struct msghdr){
+			.msg_name = mh->msg_name, .msg_namelen = mh->msg_namelen,
+			.msg_iov = &mh->msg_iov[k], .msg_iovlen = 1,
+			.msg_control = mh->msg_controllen > skip
+				       ? (uint8_t *)seg + skip : NULL,
+			.msg_controllen = mh->msg_controllen > skip
+					  ? mh->msg_controllen - skip : 0 };
+	udp_send_all(c, fd, one, k, NULL);
+}
+
+/* udp_send_all() - see udp_int.h. A message of several datagrams (a
+ * UDP_SEGMENT send built by udp_gso_msg(), which is only done when
+ * gso_off is given) that the kernel refuses as such is sent again one
+ * datagram at a time, and *gso_off is set so that the flow stops
+ * trying. */
+void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n,
+		  bool *gso_off)
 {
 	unsigned int i = 0, retry = 0;
 
 	while (i < n) {
 		int r = sendmmsg(fd, mm + i, n - i, MSG_DONTWAIT | MSG_NOSIGNAL);
+		size_t k;
 
 		if (r > 0) {
 			i += (unsigned int)r;
@@ -481,45 +518,111 @@ void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n)
 		if (r < 0 && (errno == EINTR || send_error_transient(errno)) &&
 		    retry++ < 2)
 			continue;
+		if (r < 0 && gso_off && mm[i].msg_hdr.msg_iovlen > 1 &&
+		    (errno == EINVAL || errno == EIO || errno == EMSGSIZE ||
+		     errno == ENOPROTOOPT)) {
+			*gso_off = true;
+			gso_fallback(c, fd, &mm[i++].msg_hdr);
+			continue;
+		}
 		for (; i < n; i++)
-			drop(c, DROP_SOCKET_ERROR);
+			for (k = 0; k < mm[i].msg_hdr.msg_iovlen; k++)
+				drop(c, DROP_SOCKET_ERROR);
 	}
 }
 
-/* udp_flow_send() - send fl's queued datagrams, UDP_BATCH per call. */
+/* Control data of one message: the segment size, then pktinfo. */
+union udp_cmsg {
+	uint8_t b[CMSG_SPACE(sizeof(uint16_t)) +
+		  CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	struct cmsghdr align;
+};
+
+/* udp_gso_msg() - the datagrams from pend entry *e on of fl's queue that
+ * one UDP_SEGMENT send can carry (unless gso: just one): up to
+ * UDP_GSO_SEGS, the first one's size, not empty, the last maybe shorter,
+ * within the largest datagram; their iovecs from iov (room for max).
+ * The control data: the segment size (several datagrams only), then
+ * pinfo (plen bytes). Advances *e; returns the iovecs used. */
+static unsigned int udp_gso_msg(struct ctx *c, uint32_t *e, bool gso,
+				bool v6, struct iovec *iov, unsigned int max,
+				union udp_cmsg *cb, const uint8_t *pinfo,
+				size_t plen, struct msghdr *mh)
+{
+	size_t s = c->udp.pend[*e].len, tot = s;
+	size_t cap = v6 ? UDP_PAYLOAD_MAX6 : UDP_PAYLOAD_MAX4;
+	unsigned int k = 0, lim = MIN(max, (unsigned int)UDP_GSO_SEGS);
+	size_t clen = 0, l;
+
+	do {
+		l = c->udp.pend[*e].len;
+		iov[k].iov_base = (void *)c->udp.pend[*e].data;
+		iov[k++].iov_len = l;
+		*e = c->udp.pend[*e].next;
+		if (k > 1 && l < s)
+			break;
+		if (*e == FLOW_NONE || !gso || !s)
+			break;
+		l = c->udp.pend[*e].len;
+		tot += l;
+	} while (k < lim && l && l <= s && tot <= cap);
+	if (k > 1) {
+		struct cmsghdr *cm = (struct cmsghdr *)cb->b;
+		uint16_t seg = (uint16_t)s;
+
+		cm->cmsg_level = SOL_UDP;
+		cm->cmsg_type = UDP_SEGMENT;
+		cm->cmsg_len = CMSG_LEN(sizeof(seg));
+		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+		clen = CMSG_SPACE(sizeof(seg));
+	}
+	if (plen)
+		memcpy(cb->b + clen, pinfo, plen);
+	mh->msg_iov = iov;
+	mh->msg_iovlen = k;
+	mh->msg_control = clen + plen ? cb->b : NULL;
+	mh->msg_controllen = clen + plen;
+	return k;
+}
+
+/* udp_flow_send() - send fl's queued datagrams: up to UDP_BATCH messages
+ * per sendmmsg(), each a run of datagrams as one UDP_SEGMENT send (the
+ * host's kernel carries it as one packet as far as it can and cuts it
+ * where it must: one pass through its stack for up to UDP_GSO_SEGS
+ * datagrams) unless the flow's socket refused that once. */
 static void udp_flow_send(struct ctx *c, struct flow *fl)
 {
 	struct udp_flow *u = UDP_FLOW(fl);
+	bool v6 = !inany_is4(&u->peer);
 	struct mmsghdr mm[UDP_BATCH];
-	struct iovec iov[UDP_BATCH];
+	struct iovec iov[RX_FRAMES_MAX];
+	union udp_cmsg cb[UDP_BATCH];
 	union {
 		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
 		struct cmsghdr align;
-	} cb;
-	size_t clen = 0;
+	} pi;
+	size_t plen = 0;
 	sockaddr_inany sa;
 	socklen_t sl = 0;
 	uint32_t e = u->pend_head;
 
 	if (u->shared) {
 		sl = inany_to_sa(&sa, &u->peer, u->peer_port);
-		clen = udp_pktinfo_set(cb.b, sizeof(cb.b), &u->local);
+		plen = udp_pktinfo_set(pi.b, sizeof(pi.b), &u->local);
 	}
 	while (e != FLOW_NONE) {
-		unsigned int k = 0;
+		unsigned int m = 0, ni = 0;
 
-		for (; e != FLOW_NONE && k < UDP_BATCH; e = c->udp.pend[e].next) {
-			iov[k].iov_base = (void *)c->udp.pend[e].data;
-			iov[k].iov_len = c->udp.pend[e].len;
-			mm[k].msg_hdr = (struct msghdr){
+		for (; e != FLOW_NONE && m < UDP_BATCH && ni < RX_FRAMES_MAX;
+		     m++) {
+			mm[m].msg_hdr = (struct msghdr){
 				.msg_name = u->shared ? &sa : NULL,
-				.msg_namelen = sl, .msg_iov = &iov[k],
-				.msg_iovlen = 1,
-				.msg_control = clen ? cb.b : NULL,
-				.msg_controllen = clen };
-			k++;
+				.msg_namelen = sl };
+			ni += udp_gso_msg(c, &e, !u->no_gso, v6, iov + ni,
+					  RX_FRAMES_MAX - ni, &cb[m], pi.b,
+					  plen, &mm[m].msg_hdr);
 		}
-		udp_send_all(c, u->sock, mm, k);
+		udp_send_all(c, u->sock, mm, m, &u->no_gso);
 	}
 	u->pend_head = u->pend_tail = FLOW_NONE;
 	u->queued = false;

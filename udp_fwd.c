@@ -285,7 +285,7 @@ static void splice_out_flush(struct ctx *c, struct splice_out *o)
 
 		for (j = i + 1; j < o->n && o->flow[j] == o->flow[i]; j++)
 			;
-		udp_send_all(c, UDP_FLOW(fl)->sock, o->mm + i, j - i);
+		udp_send_all(c, UDP_FLOW(fl)->sock, o->mm + i, j - i, NULL);
 		c->udp.spliced += j - i;
 	}
 	o->n = 0;
@@ -374,7 +374,7 @@ static bool splice_reply(struct ctx *c, struct flow *fl, struct udp_rxb *b)
 			.msg_control = clen ? cb.b : NULL,
 			.msg_controllen = clen };
 	}
-	udp_send_all(c, u->lsock, b->mm, n);
+	udp_send_all(c, u->lsock, b->mm, n, NULL);
 	c->udp.spliced += n;
 	u->replied = true;
 	udp_flow_touch(c, fl);

@@ -21,6 +21,8 @@ struct udp_flow {
 	bool queued;			/* in c->udp.queued[] this batch */
 	bool splice;			/* loopback path: sock is our own socket
 					 * on the far side, lsock the listener */
+	bool no_gso;			/* a UDP_SEGMENT send failed: one
+					 * datagram per message from now on */
 	uint16_t peer_port;
 	union inany peer;		/* host side: destination / client */
 	union inany local;		/* shared: address the client used */
@@ -71,8 +73,10 @@ int udp_socket(const union inany *a, uint16_t port, bool may_move,
 int udp_sock_setup(int fd, bool v6);
 /* udp_send_all() - sendmmsg() mm[0, n) on fd, retrying partial sends and
  * errors that only report an earlier ICMP error; the rest is dropped and
- * counted (DROP_SOCKET_ERROR). */
-void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n);
+ * counted (DROP_SOCKET_ERROR), one per datagram (see udp.c for messages
+ * carrying several with UDP_SEGMENT, and gso_off). */
+void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n,
+		  bool *gso_off);
 /* udp_pktinfo_set() - control message asking for source address src;
  * returns its length (0: src unspecified, nothing to ask). */
 size_t udp_pktinfo_set(uint8_t *cbuf, size_t size, const union inany *src);

@@ -318,3 +318,28 @@ def test_uso_guest_to_host_split(ferry_ns, v6, mtu, offload):
         assert int(m.group(1)) < sent * 0.6, (m.group(1), sent)
     else:
         assert int(m.group(1)) >= sent, (m.group(1), sent)
+
+
+SMALL_MTU_DST = "198.51.100.201"
+
+
+def test_uso_gso_send_falls_back(ferry_ns):
+    """ferry sends a run of a flow's datagrams to the host as one
+    UDP_SEGMENT send; where the kernel refuses that (here: a route whose
+    MTU, 1000, is below the 1400-byte datagrams), each datagram is sent
+    on its own (fragmented by the host) and none is lost."""
+    conftest.run(["ip", "addr", "replace", SMALL_MTU_DST + "/32", "dev",
+                  "lo"])
+    conftest.run(["ip", "route", "replace", "local", SMALL_MTU_DST, "dev",
+                  "lo", "table", "local", "mtu", "lock", "1000"])
+    try:
+        f = ferry_ns()
+        rcv = Receiver(socket.AF_INET, SMALL_MTU_DST, 1400, 20)
+        r = f.guest([PY, "-c", GUEST_SEND, SMALL_MTU_DST, str(rcv.port),
+                     "1400", "20"], timeout=120, check=False)
+        rcv.join(30)
+        assert rcv.res["bad"] == [] and rcv.res["missing"] == 0, rcv.res
+        assert r.returncode == 0 and r.stdout.strip() == "done", r
+    finally:
+        conftest.run(["ip", "addr", "del", SMALL_MTU_DST + "/32", "dev",
+                      "lo"], check=False)
