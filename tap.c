@@ -54,7 +54,7 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
 	c->link.ops = ops;
 	c->link.fd = fd;
 	c->link.up = true;
-	c->link.tx_gso = c->link.tx_csum_partial = false;
+	c->link.tx_gso = c->link.tx_csum_partial = c->link.rx_tso = false;
 	c->link.tx_uso = false;
 	c->link.tx.n = 0;
 	c->link.tx.used = 0;

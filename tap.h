@@ -83,6 +83,9 @@ struct link {
 	 * GSO super-frames of equal-sized datagrams (udp.c), and the
 	 * guest's kernel may send us such frames (split by udp.c). */
 	bool tx_uso;
+	/* The guest's kernel may hand us TCP segmentation offload frames
+	 * (TUN_F_TSO4 and TUN_F_TSO6): up to 64 KiB of payload per frame. */
+	bool rx_tso;
 	struct tx_batch tx;
 	struct rx_batch rx;
 };

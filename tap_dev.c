@@ -180,6 +180,8 @@ void tapdev_attach(struct ctx *c, int fd, bool vnet)
 	c->link.tx_gso = f & TUN_F_TSO4;
 	c->link.tx_csum_partial = f & TUN_F_CSUM;
 	c->link.tx_uso = f & TUN_F_USO4;
+	c->link.rx_tso = (f & (TUN_F_TSO4 | TUN_F_TSO6)) ==
+			 (TUN_F_TSO4 | TUN_F_TSO6);
 	info("tap: offloads%s%s%s%s", f & TUN_F_CSUM ? " checksum" : " none",
 	     f & TUN_F_TSO4 ? " TSO4" : "", f & TUN_F_TSO6 ? " TSO6" : "",
 	     f & TUN_F_USO4 ? " USO4 USO6" : "");

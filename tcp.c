@@ -202,15 +202,40 @@ static void tcp_reset_both(struct ctx *c, struct flow *fl)
 	tcp_conn_close(c, fl, true);
 }
 
-/* tcp_mss_from_guest() - the largest segment the guest sends us (the MSS
- * we advertised). */
-static uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl)
+/* The most TCP payload the guest's kernel puts in one TSO frame for the
+ * tap: the device's GSO limit (64 KiB) less the header room it reserves
+ * (MAX_TCP_HEADER + 1, at most 321 bytes), cut to whole segments. */
+#define TCP_GUEST_TSO_BYTES	(65536u - 321u)
+
+uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl)
 {
+	const struct tcp_conn *conn = conn_of((struct flow *)fl);
 	unsigned int mtu = c->conf.mtu ? c->conf.mtu : 1500;
 	uint32_t l3 = inany_is4(&fl->f.key[FLOW_SIDE_GUEST].a) ? IP4_HLEN
 							       : IP6_HLEN;
+	uint32_t mss = mtu - l3 - TCP_HLEN;
 
-	return mtu - l3 - TCP_HLEN;
+	if (conn->mss_host)
+		mss = MIN(mss, conn->mss_host);
+	mss = MAX(MIN(mss, 65535u), 536u);
+	/* The guest's kernel bounds its MSS by half the largest window it
+	 * has seen, and a SYN-ACK's window (never scaled) is at most 64 KiB:
+	 * from a big MTU it sends segments of 32 KiB, one per TSO frame,
+	 * since two do not fit. A third of the TSO limit makes every frame
+	 * carry three: 64 KiB per read() and per guest skb instead of 32
+	 * (doc/bench.md, guest->host path). Only where frames are TSO
+	 * frames: elsewhere the MSS is the size of each frame. */
+	if (c->link.rx_tso && mss > TCP_GUEST_TSO_BYTES / 2)
+		mss = TCP_GUEST_TSO_BYTES / 3;
+	return mss;
+}
+
+/* tcp_frame_from_guest() - the most payload one frame from the guest
+ * carries: a TSO frame's worth where the tap has TSO, else one segment. */
+static uint32_t tcp_frame_from_guest(const struct ctx *c,
+				     const struct flow *fl)
+{
+	return c->link.rx_tso ? TCP_GUEST_TSO_BYTES : tcp_mss_from_guest(c, fl);
 }
 
 /* tcp_wnd_refresh() - recompute the window offered to the guest from the
@@ -239,9 +264,9 @@ static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
 	/* Queued memory counts skb overhead: offer 3/4 of it as payload. */
 	conn->wnd_to_guest = MIN(free_ / 4 * 3, 65535u << TCP_WS_TO_GUEST);
 	/* A tap device drops frames beyond its queue (500): keep a window's
-	 * worth of the guest's segments well inside it. */
+	 * worth of the guest's frames well inside it. */
 	conn->wnd_to_guest = MIN(conn->wnd_to_guest,
-				 (uint32_t)TCP_WND_SEGS * tcp_mss_from_guest(c, fl));
+				 (uint32_t)TCP_WND_SEGS * tcp_frame_from_guest(c, fl));
 	/* Whatever the guest sends inside the window fits the out-of-order
 	 * queue's per-connection limit. */
 	conn->wnd_to_guest = MIN(conn->wnd_to_guest, TCP_OOO_CONN_BYTES);

@@ -172,6 +172,9 @@ void tcp_events_rearm(struct ctx *c, struct flow *fl);
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
 struct tcp_view;
 void tcp_sock_opts(int s);
+/* tcp_mss_from_guest() - the MSS we advertise to the guest, the largest
+ * segment it sends us (a TSO frame carries several). */
+uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl);
 void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
 			  const struct tcp_view *t, bool v6);
 void tcp_established(struct ctx *c, struct flow *fl);

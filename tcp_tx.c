@@ -172,14 +172,9 @@ static void tcp_csum_fill(const struct flow *fl, uint8_t *t, size_t l4len)
 static size_t tcp_syn_opts(const struct ctx *c, const struct flow *fl,
 			   const struct tcp_conn *conn, uint8_t *o)
 {
-	size_t l3 = flow_v4(fl) ? IP4_HLEN : IP6_HLEN;
-	unsigned int mtu = c->conf.mtu ? c->conf.mtu : 1500;
-	uint32_t mss = mtu - l3 - TCP_HLEN;
+	uint32_t mss = tcp_mss_from_guest(c, fl);
 	size_t n;
 
-	if (conn->mss_host)
-		mss = MIN(mss, conn->mss_host);
-	mss = MAX(MIN(mss, 65535u), 536u);
 	o[0] = 2;
 	o[1] = 4;
 	wr16(o + 2, (uint16_t)mss);

@@ -57,6 +57,19 @@ def test_offload_on_mtu1500_frames_beyond_mtu(ferry_ns, direction, v6):
     assert nbytes / frames > 4000, (frm, to)
 
 
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+def test_offload_mtu65520_tso_frames_carry_64k(ferry_ns, v6):
+    """At a big MTU the guest's kernel caps its MSS at half the SYN-ACK's
+    window (32 KiB), and one such segment is all a 64 KiB TSO frame
+    holds; ferry's MSS of a third of the TSO limit makes every frame
+    from the guest carry three: about 64 KiB each, not 32."""
+    f = ferry_ns(args=["-m", "65520"])
+    check_transfer(f, v6, "up", 64 * MiB, timeout=300)
+    assert f.stop() == 0
+    frm, to = frame_stats(f)
+    assert frm[1] / frm[0] > 48000, (frm, to)
+
+
 @pytest.mark.parametrize("mtu", [1500, 65520])
 @pytest.mark.parametrize("direction", ["up", "down"])
 def test_offload_off_bulk(ferry_ns, direction, mtu):
@@ -64,10 +77,14 @@ def test_offload_off_bulk(ferry_ns, direction, mtu):
     check_transfer(f, False, direction, 64 * MiB, timeout=300)
     assert f.stop() == 0
     assert "tap: no offloads" in log(f), log(f)
+    frm, to = frame_stats(f)
+    frames, nbytes = frm if direction == "up" else to
     if mtu == 1500:
-        frm, to = frame_stats(f)
-        frames, nbytes = frm if direction == "up" else to
         assert nbytes / frames <= 1514, (frm, to)
+    elif direction == "up":
+        # Without TSO each frame is one segment: the MSS stays the
+        # MTU's (the guest then sends 32 KiB, half its first window).
+        assert nbytes / frames > 30000, (frm, to)
 
 
 def test_offload_pcap_valid_checksums(ferry_ns, tmp_path):

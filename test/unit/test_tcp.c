@@ -1071,3 +1071,44 @@ TEST(tcp_review_zero_window_probed)
 	close(ls);
 	tcp_test_free(c);
 }
+
+/* syn_mss() - the MSS of ferry's SYN-ACK to a guest at this MTU, with or
+ * without TSO frames from the guest; 0 if there was none. */
+static unsigned int syn_mss(bool v6, unsigned int mtu, bool tso)
+{
+	static const uint8_t opts[] = { 2, 4, 0xff, 0xd7, 1, 3, 3, 7 };
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .v6 = v6, .sport = 40200 };
+	unsigned int mss = 0;
+	struct pkt p;
+	int ls;
+
+	c->conf.mtu = mtu;
+	c->link.rx_tso = tso;
+	ls = listener(v6, &g.dport);
+	g.seq = 1000;
+	if (ls >= 0)
+		guest_send(&g, TCP_F_SYN, NULL, 0, opts, sizeof(opts));
+	pump(c, 2000, 1);
+	if (seg_at(c, 0, &p) && p.tcp.flags == (TCP_F_SYN | TCP_F_ACK) &&
+	    p.tcp.has_mss)
+		mss = p.tcp.mss;
+	close(ls);
+	tcp_test_free(c);
+	return mss;
+}
+
+/* With TSO frames from the guest and a big MTU, the MSS is a third of
+ * the guest's TSO limit (its kernel would send 32 KiB segments, one per
+ * frame); otherwise the MTU's, as ever (bounded by the host path). */
+TEST(tcp_mss_fills_tso_frames)
+{
+	unsigned int big4 = syn_mss(false, 65520, false);
+
+	CHECK(big4 > 32607 && big4 <= 65480);
+	CHECK_EQ(syn_mss(false, 65520, true), (65536 - 321) / 3);
+	CHECK_EQ(syn_mss(true, 65520, true), (65536 - 321) / 3);
+	CHECK_EQ(syn_mss(false, 1500, true), 1460);
+	CHECK_EQ(syn_mss(true, 1500, true), 1440);
+	CHECK_EQ(syn_mss(false, 1500, false), 1460);
+}
