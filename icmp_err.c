@@ -48,7 +48,9 @@ int icmp_err_read(int fd, struct icmp_err *e, uint8_t *buf, size_t size)
 		struct cmsghdr align;
 	} cb;
 	struct iovec iov = { .iov_base = buf, .iov_len = size };
+	sockaddr_inany dst;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_name = &dst, .msg_namelen = sizeof(dst),
 			     .msg_control = cb.b,
 			     .msg_controllen = sizeof(cb.b) };
 	struct sock_extended_err ee;
@@ -61,6 +63,13 @@ int icmp_err_read(int fd, struct icmp_err *e, uint8_t *buf, size_t size)
 	memset(e, 0, sizeof(*e));
 	e->len = (size_t)n;
 	e->truncated = mh.msg_flags & MSG_TRUNC;
+	if (mh.msg_namelen >= (dst.sa.sa_family == AF_INET6
+			       ? sizeof(struct sockaddr_in6)
+			       : sizeof(struct sockaddr_in)) &&
+	    (dst.sa.sa_family == AF_INET || dst.sa.sa_family == AF_INET6)) {
+		inany_from_sa(&dst, &e->dst, &e->dst_port);
+		e->has_dst = true;
+	}
 	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
 		const uint8_t *d = CMSG_DATA(cm);
 		size_t dlen = cm->cmsg_len - CMSG_LEN(0);

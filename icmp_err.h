@@ -20,6 +20,10 @@ struct icmp_err {
 	union inany offender;		/* who reported it (ICMP origin) */
 	size_t len;			/* payload bytes read into the buffer */
 	bool truncated;			/* the payload was longer than that */
+	bool has_dst;			/* the failed datagram's destination: */
+	union inany dst;		/* (msg_name of the error queue entry; */
+	uint16_t dst_port;		/* what tells clients of a shared socket
+					 * apart) */
 };
 
 /* The guest's datagram an error is about, as the guest sent it. */

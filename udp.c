@@ -57,6 +57,10 @@
  * ICMP errors. Flow sockets set IP_RECVERR / IPV6_RECVERR; queued errors
  * (EPOLLERR) become ICMP/ICMPv6 errors to the guest about the datagram it
  * sent (icmp_err.c), so its applications see ECONNREFUSED etc. at once.
+ * On a forwarded port's shared socket (-u) an error is about one client:
+ * the failed datagram's destination (the error's address) names the
+ * client, whose flow tells which of the guest's replies it was about
+ * (udp_fwd.c).
  *
  * Multicast and broadcast policy: datagrams from the guest to broadcast
  * or multicast destinations never reach this file: the dispatcher (tap.c)
@@ -843,27 +847,35 @@ static bool udp_flow_recv(struct ctx *c, struct flow *fl, struct udp_rxb *b)
 	return full;
 }
 
-/* udp_flow_errors() - translate fl's queued socket errors for the guest. */
-static void udp_flow_errors(struct ctx *c, struct flow *fl)
+/* udp_err_to_guest() - socket error e (its payload in the scratch
+ * buffer) about a datagram fl's guest side sent: the matching ICMP or
+ * ICMPv6 error to the guest, counted. */
+void udp_err_to_guest(struct ctx *c, struct flow *fl,
+		      const struct icmp_err *e)
 {
-	struct udp_flow *u = UDP_FLOW(fl);
 	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
 	struct icmp_err_orig o = {
 		.src = k->a, .dst = k->b, .sport = k->pa, .dport = k->pb,
-		.host_dst = u->peer, .payload = c->udp.scratch,
+		.host_dst = UDP_FLOW(fl)->peer, .payload = c->udp.scratch,
+		.len = e->len, .full_len = e->len,
 	};
+
+	if (icmp_err_to_guest(c, e, &o))
+		c->udp.icmp_to_guest++;
+}
+
+/* udp_flow_errors() - translate fl's queued socket errors for the guest
+ * (an outbound flow's own socket: every error is about its datagrams). */
+static void udp_flow_errors(struct ctx *c, struct flow *fl)
+{
 	struct icmp_err e;
 	int i;
 
 	for (i = 0; i < UDP_ERR_ROUNDS; i++) {
-		if (icmp_err_read(u->sock, &e, c->udp.scratch,
+		if (icmp_err_read(UDP_FLOW(fl)->sock, &e, c->udp.scratch,
 				  UDP_SCRATCH_SIZE) <= 0)
 			break;
-		if (u->shared)
-			continue;	/* about some client: stays here */
-		o.len = o.full_len = e.len;
-		if (icmp_err_to_guest(c, &e, &o))
-			c->udp.icmp_to_guest++;
+		udp_err_to_guest(c, fl, &e);
 	}
 }
 

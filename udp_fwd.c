@@ -446,17 +446,48 @@ static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
 	return full;
 }
 
+/* client_flow() - the guest flow of the client of forwarded-port socket
+ * fd that error e's failed datagram went to; NULL if none (or the
+ * loopback path's). A scan over the UDP flows: errors are rare and
+ * rate-limited by the kernel, and the error does not say which local
+ * address the client had used (part of the host-side key). */
+static struct flow *client_flow(struct ctx *c, int fd,
+				const struct icmp_err *e)
+{
+	struct flow *fl;
+
+	if (!e->has_dst)
+		return NULL;
+	for (fl = flow_first(&c->flows, FLOW_UDP); fl;
+	     fl = flow_next(&c->flows, fl)) {
+		const struct udp_flow *u = UDP_FLOW(fl);
+
+		if (u->shared && !u->splice && u->sock == fd &&
+		    u->peer_port == e->dst_port && inany_eq(&u->peer, &e->dst))
+			return fl;
+	}
+	return NULL;
+}
+
 void udp_listen_handler(struct ctx *c, union eref ref, uint32_t events)
 {
 	struct icmp_err e;
 	struct udp_rxb b;
 	int i;
 
-	/* Errors about clients: nothing the guest could act on. */
-	for (i = 0; (events & EPOLLERR) && i < UDP_ERR_ROUNDS; i++)
+	/* Errors about clients: on -u sockets, about the guest's reply to
+	 * one (-U: clients in the namespace, whose kernel tells them). */
+	for (i = 0; (events & EPOLLERR) && i < UDP_ERR_ROUNDS; i++) {
+		struct flow *fl;
+
 		if (icmp_err_read((int)ref.idx, &e, c->udp.scratch,
 				  UDP_SCRATCH_SIZE) <= 0)
 			break;
+		fl = ref.side & LREF_NS ? NULL : client_flow(c, (int)ref.idx,
+							       &e);
+		if (fl)
+			udp_err_to_guest(c, fl, &e);
+	}
 	for (i = 0; (events & EPOLLIN) && i < UDP_RECV_ROUNDS; i++)
 		if (!(ref.side & LREF_NS ? splice_listen_recv(c, ref, &b)
 					 : udp_listen_recv(c, ref, &b)))

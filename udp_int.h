@@ -90,6 +90,11 @@ unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 /* udp_frames_commit() - received datagrams to the guest (see udp.c). */
 void udp_frames_commit(struct ctx *c, struct udp_rxb *b, unsigned int n,
 		       bool v6);
+/* udp_err_to_guest() - socket error e about a datagram of fl's guest:
+ * ICMP error to the guest (see udp.c). */
+struct icmp_err;
+void udp_err_to_guest(struct ctx *c, struct flow *fl,
+		      const struct icmp_err *e);
 /* udp_env_u32() - test builds: a limit from the environment. */
 uint32_t udp_env_u32(const char *name, uint32_t dflt);
 

@@ -273,13 +273,8 @@ def test_udp_forwarded_bind_address(ferry_ns):
         srv.wait()
 
 
-GUEST_REFUSED = r'''
-import socket, sys
-ai = socket.getaddrinfo(sys.argv[1], int(sys.argv[2]), 0, socket.SOCK_DGRAM)[0]
-s = socket.socket(ai[0], socket.SOCK_DGRAM)
-s.settimeout(5)
-s.connect(ai[4])
-s.send(b"anyone?")
+# Guest side, after sending on a connected socket s: what comes back.
+ANSWER = r'''
 try:
     s.recv(100)
     print("answered")
@@ -288,6 +283,15 @@ except ConnectionRefusedError:
 except socket.timeout:
     print("timeout")
 '''
+
+GUEST_REFUSED = r'''
+import socket, sys
+ai = socket.getaddrinfo(sys.argv[1], int(sys.argv[2]), 0, socket.SOCK_DGRAM)[0]
+s = socket.socket(ai[0], socket.SOCK_DGRAM)
+s.settimeout(5)
+s.connect(ai[4])
+s.send(b"anyone?")
+''' + ANSWER
 
 
 def closed_port(fam):
@@ -390,3 +394,51 @@ for p in range(20000, 20300):
     fds = len(os.listdir(f"/proc/{f.proc.pid}/fd"))
     assert fds <= base + 16, (base, fds)
     assert int(stats(f, FLOW_STATS)[3]) >= 300 - 16
+
+
+# Guest side: a server on the forwarded target port; after the first
+# datagram it waits for a line on stdin, then replies on a socket
+# connected to the client and reports what came back.
+GUEST_REPLY_REFUSED = r'''
+import socket, sys
+fam = socket.AF_INET6 if sys.argv[1] == "6" else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+s.bind(("::" if fam == socket.AF_INET6 else "0.0.0.0", int(sys.argv[2])))
+print("ready", flush=True)
+d, peer = s.recvfrom(100)
+print("got", flush=True)
+sys.stdin.readline()
+s.connect(peer)
+s.settimeout(5)
+s.send(b"reply")
+''' + ANSWER
+
+
+@pytest.mark.parametrize("family", ["4", "6"])
+def test_udp_forwarded_port_unreachable_reaches_guest(ferry_ns, family):
+    """-u: the guest replies to a client that has gone away; the host's
+    port unreachable (on the shared forwarded-port socket) becomes the
+    guest's, so its socket sees ECONNREFUSED."""
+    f = ferry_ns(args=["-u", "31030"])
+    p = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                          "--preserve-credentials", PY, "-c",
+                          GUEST_REPLY_REFUSED, family, "31030"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        fam = socket.AF_INET6 if family == "6" else socket.AF_INET
+        with socket.socket(fam, socket.SOCK_DGRAM) as c:
+            c.sendto(b"hello", (HOST6 if family == "6" else HOST4, 31030))
+        assert p.stdout.readline().strip() == "got"
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "refused"
+        assert p.wait(10) == 0
+    finally:
+        p.kill()
+        p.wait()
+    opened, created, expired, evicted = map(int, stats(f, FLOW_STATS))
+    assert created == 1
+    assert re.search(r", (\d+) ICMP errors to guest",
+                     f.output()).group(1) == "1"
