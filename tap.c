@@ -8,7 +8,8 @@
  * callback to flush deferred socket writes.
  *
  * Outbound frames are reserved and committed into c->link.tx (see tap.h)
- * and flushed by the backend, normally once per event-loop iteration.
+ * and flushed by the backend after each read round (tap_handler()) and
+ * once per event-loop iteration.
  * pcap capture of both directions happens here, so it is the same for
  * every backend.
  *
@@ -226,17 +227,23 @@ static unsigned int tap_rx_want(struct ctx *c)
 void tap_handler(struct ctx *c, uint32_t events)
 {
 	struct rx_batch *rx = &c->link.rx;
+	unsigned int frames = 0;
 	int rounds, n = 0;
 
 	(void)events;
 	rx->want = tap_rx_want(c);
 	/* Bounded: a flooding guest cannot starve host sockets. */
-	for (rounds = 0; rounds < 8 && c->link.up; rounds++) {
+	for (rounds = 0; rounds < 64 && frames < 8 * RX_FRAMES_MAX &&
+	     c->link.up; rounds++) {
 		n = c->link.ops->rx(c);
 		if (rx->want > 1)
 			rx->burst = n > 1 || rx->more;
+		frames += rx->n;
 		if (rx->n)
 			tap_input(c);
+		/* The round's ACKs (and the data they let out) go now: the
+		 * guest sends on while we read the next round. */
+		tap_flush(c);
 		if (n <= 0 || !rx->more || rx->want == 1)
 			break;
 	}

@@ -100,7 +100,8 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd);
 void tap_detach(struct ctx *c);
 
 /* tap_handler() - epoll event on the link fd: read batches until empty
- * (bounded per call), parse and dispatch every frame. */
+ * (bounded per call), parse and dispatch every frame, flush the frames
+ * each batch produced. */
 void tap_handler(struct ctx *c, uint32_t events);
 
 /* tap_input() - parse and dispatch the frames in c->link.rx. */

@@ -44,8 +44,16 @@
  * GSO frame, plus the virtio-net header). */
 #define TAPDEV_SLOT	ROUND_UP(VNET_HLEN + FRAME_MAX + 64, 64)
 
+/* Frame bytes one read round takes before they are handed on (rx.more
+ * asks for the next round): a round's payload is written to the sockets
+ * and acknowledged to the guest while it sends more, instead of the
+ * guest waiting for ferry to read its whole window first, and the frames
+ * are still in the CPU's cache when sendmsg() copies them out. */
+#define TAPDEV_ROUND_BYTES	(1u << 20)
+
 /* tapdev_read() - read frames into c->link.rx, each pfx bytes of header
- * before it. Returns frames read, or -1 when the device went away. */
+ * before it, up to TAPDEV_ROUND_BYTES. Returns frames read, or -1 when
+ * the device went away. */
 static int tapdev_read(struct ctx *c, size_t pfx)
 {
 	struct rx_batch *rx = &c->link.rx;
@@ -54,7 +62,8 @@ static int tapdev_read(struct ctx *c, size_t pfx)
 
 	rx->n = 0;
 	rx->more = false;
-	while (rx->n < want && off + TAPDEV_SLOT <= RX_BUF_SIZE) {
+	while (rx->n < want && off < TAPDEV_ROUND_BYTES &&
+	       off + TAPDEV_SLOT <= RX_BUF_SIZE) {
 		ssize_t n = read(c->link.fd, rx->buf + off, TAPDEV_SLOT);
 
 		if (n < 0) {
