@@ -58,7 +58,10 @@
  * window, its edge still for
  * TCP_PAUSE_MS) and the socket holds two slacks past its edge, the
  * kernel's minimum leaves the peer only its persist probes; the resume
- * then waits for the next probe (<= ~200 ms). The clamp is never zero,
+ * then waits for the next probe (<= ~200 ms). What the peer sends between
+ * two of our updates is not bounded by any of this: every ACK the kernel
+ * sends moves the peer's edge by the clamp (doc/window-clamp.md "The
+ * clamp as a bound"). The clamp is never zero,
  * so it cannot lock a window at zero; should a zero window stick anyway
  * (tcp_stuck_check()), clamping is switched off for good and the socket
  * re-opened with a large clamp.
