@@ -105,8 +105,6 @@ struct tcp_conn {
 	uint32_t clamp;			/* TCP_WINDOW_CLAMP last set, 0: none */
 	uint32_t mss_peer;		/* host socket's advertised MSS, 0: not
 					 * looked up yet (tcp_tx.c) */
-	seq_t guest_edge;		/* guest's right edge (ack + window) */
-	int64_t edge_ms;		/* when guest_edge last advanced */
 
 	/* guest -> host (the guest's sequence space) */
 	seq_t seq_from_guest;		/* next byte expected (all before it
@@ -157,7 +155,6 @@ struct pkt;
 #define TCP_DATA_RETRIES	10	/* then the connection is reset */
 #define TCP_IDLE_MS		(2 * 3600 * 1000)	/* inactivity */
 #define TCP_STUCK_MS		1000	/* zero-window detection delay */
-#define TCP_PAUSE_MS		20	/* guest edge still: guest paused */
 #define TCP_WS_TO_GUEST		9	/* our window scale: 32 MiB max */
 #define TCP_WND_SEGS		256	/* window to the guest: max segments */
 #define TCP_DELACK_MS		2	/* longest wait of a delayed ACK */

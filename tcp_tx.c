@@ -38,30 +38,23 @@
  * TCP_WINDOW_CLAMP, so the remote sender's right edge lands a slack
  * beyond the guest's right edge instead of MiBs of kernel buffer later:
  *
- *   clamp = max(guest window + slack - bytes past the guest's ack, low)
- *   slack = max(4 * MSS of the host path, 64 KiB)
- *   low   = the slack, or the kernel's minimum (1152) once the guest
- *           paused
+ *   clamp = max(guest window + slack - bytes past the guest's ack, slack)
+ *   slack = max(4 * MSS of the host path, 64 KiB, the peer's segment)
  *
  * The kernel counts its window from the last byte received and never
- * takes back a right edge it advertised, so a clamp bounds the queue only
- * while it keeps shrinking as data arrives: it is re-computed on every
- * read, right after every consumption (receive-buffer autotuning
+ * takes back a right edge it advertised, so the clamp is re-computed on
+ * every read, right after every consumption (receive-buffer autotuning
  * rewrites window_clamp inside that recv()), and while the guest's
  * window is full on every arrival (EPOLLIN stays registered,
  * edge-triggered). A smaller clamp also cuts the socket's rcv_ssthresh,
- * which a larger one does not restore (the window then regrows only from
- * arriving segments; below one segment the peer waits for its persist
- * timer), so "low" stays at the slack while the guest reads, which keeps
- * full segments of the host path in flight (a clamp below the peer's MSS
- * degenerates into silly-window crawling). Once the guest paused (zero
- * window, its edge still for
- * TCP_PAUSE_MS) and the socket holds two slacks past its edge, the
- * kernel's minimum leaves the peer only its persist probes; the resume
- * then waits for the next probe (<= ~200 ms). What the peer sends between
- * two of our updates is not bounded by any of this: every ACK the kernel
- * sends moves the peer's edge by the clamp (doc/window-clamp.md "The
- * clamp as a bound"). The clamp is never zero,
+ * which a larger one does not restore (the window then regrows only
+ * from arriving segments), so the clamp never goes below the slack: full
+ * segments of the host path stay in flight (a clamp below the peer's
+ * segment degenerates into persist-timer crawling, and after one the
+ * window regrows by two of the probes' size per probe: seconds). This
+ * does not bound what queues up while the guest is paused: every ACK the
+ * kernel sends moves the peer's edge by the clamp, at line rate
+ * (doc/window-clamp.md "The clamp as a bound"). The clamp is never zero,
  * so it cannot lock a window at zero; should a zero window stick anyway
  * (tcp_stuck_check()), clamping is switched off for good and the socket
  * re-opened with a large clamp.
@@ -85,7 +78,6 @@
 #define DISCARD_SIZE	(1u << 16)
 #define DISCARD_IOV	512		/* fallback: up to 32 MiB in flight */
 #define CLAMP_FLOOR_MIN	(64u << 10)
-#define CLAMP_MIN	1152u		/* the kernel's smallest clamp */
 #define CLAMP_OPEN	(1u << 30)	/* "no clamp" after a fallback */
 /* tcpi_rcv_wnd (Linux 6.2+) follows tcpi_snd_wnd at offset 228 of the
  * uapi struct tcp_info; libc's copy of the struct ends before both. */
@@ -299,49 +291,14 @@ static uint32_t tcp_clamp_seg(struct tcp_conn *conn)
 	conn->mss_peer = conn->mss_host ? conn->mss_host : 1460;
 	if (!getsockopt(conn->sock, IPPROTO_TCP, TCP_INFO, &ti, &sl))
 		conn->mss_peer = ti.tcpi_advmss;
-	conn->mss_peer = MAX(conn->mss_peer, CLAMP_MIN);
 	return conn->mss_peer;
-}
-
-/* tcp_clamp_edge() - follow the guest's right edge (ack + window): while
- * it advances the guest is reading. Returns how long it has stood still
- * (ms). */
-static int64_t tcp_clamp_edge(struct ctx *c, struct tcp_conn *conn)
-{
-	seq_t edge = seq_add(conn->seq_acked_by_guest, conn->wnd_from_guest);
-	int64_t now = tcp_now_ms(c);
-
-	if (!conn->edge_ms || seq_gt(edge, conn->guest_edge)) {
-		conn->guest_edge = edge;
-		conn->edge_ms = now;
-	}
-	return now - conn->edge_ms;
-}
-
-/* tcp_clamp_low() - the smallest clamp for a socket holding beyond bytes
- * past the guest's acknowledgement: the slack (at least one segment of
- * the peer) while the guest takes data; the kernel's minimum once the
- * guest paused: its window zero, its edge still for TCP_PAUSE_MS and two
- * slacks queued past it (small receive buffers never get there: they
- * bound the queue by themselves). The window is then below a segment
- * and only the peer's persist probes come in; the resume waits for the
- * next probe. */
-static uint32_t tcp_clamp_low(struct ctx *c, struct tcp_conn *conn,
-			      uint32_t beyond, uint32_t slack)
-{
-	int64_t still = tcp_clamp_edge(c, conn);
-
-	if ((conn->flags & TCP_C_STALLED) && !conn->wnd_from_guest &&
-	    beyond > 2 * slack && still >= TCP_PAUSE_MS)
-		return CLAMP_MIN;
-	return MAX(slack, tcp_clamp_seg(conn));
 }
 
 /* tcp_clamp_apply() - set the clamp for inq bytes queued in the socket:
  * the peer's right edge lands a slack beyond the guest's right edge (the
  * kernel counts its window from the last byte received, so the clamp is
  * that edge minus what the socket already holds past the guest's
- * acknowledgement), never below tcp_clamp_low(). One setsockopt when the
+ * acknowledgement), never below the slack. One setsockopt when the
  * value changes (or when stale is set: the kernel may have rewritten
  * it), none otherwise; a shrink by less than a quarter of the slack
  * waits for the next change. */
@@ -356,7 +313,7 @@ static void tcp_clamp_apply(struct ctx *c, struct flow *fl, uint32_t inq,
 	if (c->tcp.clamp_off || (conn->flags & TCP_C_CLAMP_OFF) ||
 	    conn->state != TCP_CS_ESTABLISHED || conn->sock < 0)
 		return;
-	low = tcp_clamp_low(c, conn, beyond, slack);
+	low = MAX(slack, tcp_clamp_seg(conn));
 	clamp = allow > beyond ? allow - beyond : 0;
 	clamp = MAX(clamp, low);
 	if (!stale && (clamp == conn->clamp ||

@@ -14,8 +14,7 @@ Pass: completes intact, no second without progress while the receiver
 reads, and within a second of the resume some half-second window runs at
 least at half the rate of the last second before the pause. While
 paused, the bytes queued in ferry's host socket and the guest's (ss
-Recv-Q) are sampled: the bounded-buffering figures; once the clamp is in
-force ferry's queue must not grow by more than a few segments. Each case
+Recv-Q) are sampled: the bounded-buffering figures (reported). Each case
 appends a
 line to $FERRY_STALL_REPORT if set (doc/tcp.md has a run).
 """
@@ -109,16 +108,11 @@ def guest_recvq(f, server_port):
     return int(m.group(1)) if m else None
 
 
-# Bounded buffering, once the clamp is in force: from a second into the
-# pause (the guest's window is zero by then), in the default shape
-# ferry's clamp is at the kernel's minimum (seen as the socket's
-# rcv_ssthresh), so only the peer's persist probes, a few KB every
-# ~200 ms, may come in: ferry's queue grows by at most 4 segments of
-# this loopback (64 KiB each). What it holds when the pause starts is
-# reported, not asserted: the kernel moves the peer's right edge with
-# every ACK it sends, so until ferry sets the clamp again the peer runs
-# on at line rate (doc/tcp.md "Bounded buffering" has the figures).
-GROW_ALLOW = 4 * 65536
+# Bounded buffering is reported, not asserted: the kernel moves the peer's
+# right edge with every ACK it sends, so between two of ferry's clamp
+# updates the peer runs on at line rate, and a clamp small enough to stop
+# it (below a segment) makes the resume crawl for seconds (doc/tcp.md
+# "Bounded buffering", doc/window-clamp.md "The clamp as a bound").
 
 
 def test_stall_paused_receiver(ferry_ns, shape, request):
@@ -178,23 +172,16 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
               if p0 + 1 <= t - t0 <= p1 - 0.2]
     qmax = max((x[0] for x in paused), default=0)
     gmax = max((x[1] for x in paused), default=0)
-    # The clamp in force: ferry's socket's rcv_ssthresh at the kernel's
-    # minimum clamp (1152, advertised as 2048 with window scaling).
-    tight = [x for x in paused if x[2] is not None and x[2] <= 4096]
-    grow = max((x[0] for x in tight), default=0) - tight[0][0] if tight else 0
+    thr = min((x[2] for x in paused if x[2] is not None), default=None)
     print(f"bounded buffering [{shape}]: ferry's queue while paused "
           f"<= {qmax} B, the guest's {gmax} B, difference {qmax - gmax} B; "
-          f"clamp at the minimum in {len(tight)}/{len(paused)} samples, "
-          f"queue growth then {grow} B")
+          f"ferry's rcv_ssthresh >= {thr}")
     report({"shape": shape, "case": "pause3s", "before": before,
             "after": after, "recvq_max_paused": qmax,
-            "guest_recvq_max_paused": gmax, "recvq_growth_paused": grow,
+            "guest_recvq_max_paused": gmax, "rcv_ssthresh_min": thr,
             "resume_slots": slots[int(p1 * 10):int(p1 * 10) + 12]})
     assert pre > 0, slots[:i_p0]
     assert paused, "no queue sample while paused"
-    if shape == "default":	# small buffers bound the queue themselves
-        assert len(tight) == len(paused), paused
-    assert grow <= GROW_ALLOW, (grow, paused)
     assert not zero_secs, (before, after)
     # A transfer that finished within a second of the resume recovered.
     if len(slots) / 10 - p1 >= 1:
