@@ -25,8 +25,11 @@
  * is absent) icmp_init() says so once and echo requests of that family
  * are dropped with DROP_ICMP_DISABLED: ferry never fakes a reply. Other
  * ICMP types from the guest (replies, errors, ...) are not forwarded.
- * Errors the host sees for our echoes (unreachable, ...) are not relayed
- * to the guest either: ping just times out.
+ * Errors the host sees for our echoes (unreachable, too big) are
+ * relayed: ping sockets queue them (IP_RECVERR / IPV6_RECVERR), and each
+ * becomes the matching ICMP/ICMPv6 error to the guest quoting its echo
+ * request with its own id (icmp_err.c), so its ping reports the
+ * unreachable host instead of timing out.
  */
 #include <errno.h>
 #include <unistd.h>
@@ -35,6 +38,7 @@
 #include <sys/socket.h>
 
 #include "ferry.h"
+#include "icmp_err.h"
 #include "log.h"
 #include "nat.h"
 #include "pkt.h"
@@ -50,6 +54,7 @@ struct ping_flow {
 	int sock;			/* connected ping socket */
 	uint16_t guest_id;		/* echo id the guest chose */
 	uint16_t sock_id;		/* id the kernel uses (0: not known) */
+	union inany peer;		/* host address the socket talks to */
 	struct timespec last;		/* last request or reply */
 };
 
@@ -197,11 +202,15 @@ static struct flow *ping_open(struct ctx *c, const struct flow_key *k,
 	pf = ping_of(fl);
 	pf->sock = -1;
 	pf->guest_id = k->pa;
+	pf->peer = *dst;
 	pf->last = c->now;
 	s = ping_socket(v6 ? AF_INET6 : AF_INET);
 	sl = sockaddr_of(dst, &ss);
 	ref.idx = flow_idx(&c->flows, fl);
 	if (s < 0 || ping_bind_outbound(c, s, v6) ||
+	    setsockopt(s, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+		       v6 ? IPV6_RECVERR : IP_RECVERR, &(int){ 1 },
+		       sizeof(int)) ||
 	    connect(s, (struct sockaddr *)&ss, sl) ||
 	    ep_add(c, s, EPOLLIN, ref)) {
 		debug("icmp: cannot open echo flow: %s",
@@ -320,16 +329,43 @@ static void ping_reply(struct ctx *c, struct flow *fl, uint8_t *m, size_t len,
 		drop(c, DROP_TX_FULL);
 }
 
+/* ping_errors() - relay the errors queued on fl's socket to the guest,
+ * each quoting its echo request with the guest's id. */
+static void ping_errors(struct ctx *c, struct flow *fl)
+{
+	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
+	struct ping_flow *pf = ping_of(fl);
+	struct icmp_err_orig o = {
+		.src = k->a, .dst = k->b, .echo = true,
+		.payload = c->icmp.rxbuf,
+	};
+	struct icmp_err e;
+	int i;
+
+	o.host_dst = pf->peer;
+	for (i = 0; i < ICMP_RX_BURST; i++) {
+		if (icmp_err_read(pf->sock, &e, c->icmp.rxbuf,
+				  ICMP_RX_BUF) <= 0)
+			break;
+		if (e.len >= ICMP_HLEN)
+			wr16(c->icmp.rxbuf + 4, pf->guest_id);
+		o.len = o.full_len = e.len;
+		if (icmp_err_to_guest(c, &e, &o))
+			c->icmp.errors++;
+	}
+}
+
 void icmp_sock_handler(struct ctx *c, uint32_t idx, uint32_t events)
 {
 	struct flow *fl = flow_at(&c->flows, idx);
 	struct ping_flow *pf;
 	int i;
 
-	(void)events;
 	if (!fl || fl->f.type != FLOW_PING || !c->icmp.rxbuf)
 		return;
 	pf = ping_of(fl);
+	if (events & EPOLLERR)
+		ping_errors(c, fl);
 	/* Bounded: one busy flow cannot starve the loop. */
 	for (i = 0; i < ICMP_RX_BURST; i++) {
 		struct sockaddr_storage from;

@@ -19,6 +19,7 @@ struct icmp_state {
 	uint8_t *rxbuf;			/* ICMP_RX_BUF bytes, from icmp_init() */
 	uint64_t requests;		/* echo requests sent to the host */
 	uint64_t replies;		/* echo replies delivered to the guest */
+	uint64_t errors;		/* errors about echoes relayed to it */
 	uint64_t evicted;		/* flows evicted to admit new ones */
 	uint64_t expired;		/* flows closed after inactivity */
 };

@@ -206,12 +206,26 @@ static size_t quote_udp(uint8_t *q, size_t max, const struct icmp_err_orig *o)
 	return UDP_HLEN + n;
 }
 
+/* quote() - what the error quotes of the guest's datagram after the IP
+ * header: UDP header and payload, or the echo message as it was. */
+static size_t quote(uint8_t *q, size_t max, const struct icmp_err_orig *o)
+{
+	size_t n = MIN(o->len, max);
+
+	if (!o->echo)
+		return quote_udp(q, max, o);
+	memcpy(q, o->payload, n);
+	return n;
+}
+
 bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
 		       const struct icmp_err_orig *o)
 {
 	uint8_t buf[ICMP6_HLEN + ICMP6_QUOTE_MAX], type = 0, code = 0;
 	bool v6 = !inany_is4(&o->src);
-	size_t ulen = UDP_HLEN + o->full_len, n;
+	size_t ulen = (o->echo ? 0 : UDP_HLEN) + o->full_len, n;
+	uint8_t proto = !o->echo ? IPPROTO_UDP
+			: v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP;
 	uint32_t mtu = 0;
 	union inany src;
 
@@ -223,20 +237,20 @@ bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
 	buf[1] = code;
 	if (v6) {
 		uint8_t *q = ip6_build(buf + ICMP6_HLEN, &o->src.a6, &o->dst.a6,
-				       IPPROTO_UDP, MIN(ulen, 65535), 64);
+				       proto, MIN(ulen, 65535), 64);
 
 		if (type == 2)
 			wr32(buf + 4, mtu);
-		n = quote_udp(q, ICMP6_QUOTE_MAX - IP6_HLEN, o);
+		n = quote(q, ICMP6_QUOTE_MAX - IP6_HLEN, o);
 		return tap_send_ip6(c, &src.a6, &o->src.a6, IPPROTO_ICMPV6,
 				    buf, ICMP6_HLEN + IP6_HLEN + n);
 	}
 	uint8_t *q = ip4_build(buf + ICMP_HLEN, o->src.v4m.a4, o->dst.v4m.a4,
-			       IPPROTO_UDP, MIN(ulen, 65535 - IP4_HLEN), 0);
+			       proto, MIN(ulen, 65535 - IP4_HLEN), 0);
 
 	if (code == 4)
 		wr16(buf + 6, (uint16_t)MIN(mtu, 65535));
-	n = quote_udp(q, ICMP4_QUOTE_MAX - IP4_HLEN, o);
+	n = quote(q, ICMP4_QUOTE_MAX - IP4_HLEN, o);
 	return tap_send_ip4(c, src.v4m.a4, o->src.v4m.a4, IPPROTO_ICMP, buf,
 			    ICMP_HLEN + IP4_HLEN + n);
 }

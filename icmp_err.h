@@ -34,6 +34,10 @@ struct icmp_err_orig {
 	const uint8_t *payload;		/* what is known of the payload */
 	size_t len;			/* bytes at payload */
 	size_t full_len;		/* the payload's original length */
+	bool echo;			/* not UDP: an ICMP/ICMPv6 echo request,
+					 * payload the whole message (header
+					 * included, as the guest sent it);
+					 * ports unused */
 };
 
 /* icmp_err_read() - dequeue one error from fd's error queue, the original

@@ -80,10 +80,14 @@ def tshark_icmp(path):
     assert r.returncode == 0, r.stderr
     out = []
     for line in r.stdout.splitlines():
-        t4, t6, s4, d4, s6, d6 = (line.split("\t") + [""] * 6)[:6]
-        if t4:
+        # An error quoting an echo (ferry relays the host's unreachable)
+        # matches too, with "outer,quoted" values: keep the outer ones
+        # and only echo messages.
+        t4, t6, s4, d4, s6, d6 = [v.split(",")[0] for v in
+                                  (line.split("\t") + [""] * 6)[:6]]
+        if t4 and int(t4) in (0, 8):
             out.append((4, int(t4), s4, d4))
-        elif t6:
+        elif t6 and int(t6) in (128, 129):
             out.append((6, int(t6), s6, d6))
     return out
 

@@ -442,3 +442,20 @@ def test_udp_forwarded_port_unreachable_reaches_guest(ferry_ns, family):
     assert created == 1
     assert re.search(r", (\d+) ICMP errors to guest",
                      f.output()).group(1) == "1"
+
+
+@pytest.mark.parametrize("family", ["4", "6"])
+def test_ping_host_unreachable_reaches_guest(ferry_ns, family):
+    """An echo request to an address on the host's link that nobody
+    answers: the host's neighbour resolution fails and its ping socket
+    queues "host unreachable"; ferry relays it, so the guest's ping
+    reports the unreachable host (with its own echo id quoted: the
+    guest's kernel finds the socket by it) instead of just timing out."""
+    require("ping")
+    dst = "198.51.100.77" if family == "4" else "2001:db8::77"
+    f = ferry_ns()
+    r = f.guest(["ping", "-n", "-" + family, "-c", "1", "-W", "8", dst],
+                check=False, timeout=30)
+    assert r.returncode != 0, r.stdout
+    assert re.search(r"[Uu]nreachable", r.stdout + r.stderr), \
+        (r.stdout, r.stderr)
