@@ -517,6 +517,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 		 * With the FIN too, it counts as sent (acked just below). */
 		conn->rewound -= d - fin;
 		conn->seq_to_guest = ack;
+		conn->peek_behind = true;
 		if (fin) {
 			conn->flags |= TCP_C_FIN_SENT;
 			conn->fin_rewound = false;
@@ -872,10 +873,10 @@ static void tcp_batch_end(struct ctx *c, struct flow *fl)
 
 	tcp_flush_pending(c, fl);
 	tcp_fin_to_host(c, fl);
-	if (conn->consume)
-		tcp_consume(c, fl);
-	else
+	if (!conn->consume)
 		tcp_clamp_update(c, fl, false);
+	else
+		tcp_consume_lazy(c, fl);	/* deferred: the clamp too */
 	announce = tcp_wnd_update(c, fl);
 	if (conn->ooo && tcp_ooo_continues(c->tcp.ooo, conn,
 					   conn->seq_from_guest))

@@ -132,6 +132,12 @@ struct tcp_conn {
 	bool sock_sent;			/* every byte in the socket was sent
 					 * to the guest, as of the last read
 					 * (new data wakes us: EPOLLET) */
+	bool peek_behind;		/* an ACK skipped seq_to_guest ahead
+					 * (tcp.c): the kernel's peek offset
+					 * is right only once consumed */
+	bool read_drained;		/* the last read left nothing unsent:
+					 * the next one guesses, no SIOCINQ
+					 * (tcp_tx.c, tcp_read_batch()) */
 };
 
 /* An ACK for guest data written to the socket may wait a little for host
@@ -158,6 +164,8 @@ struct pkt;
 #define TCP_WS_TO_GUEST		9	/* our window scale: 32 MiB max */
 #define TCP_WND_SEGS		256	/* window to the guest: max segments */
 #define TCP_DELACK_MS		2	/* longest wait of a delayed ACK */
+#define TCP_CONSUME_LAZY	(16u << 10)	/* acked bytes that may stay in
+						 * the socket (tcp_consume_lazy) */
 
 /* tcp.c */
 int64_t tcp_now_ms(const struct ctx *c);
@@ -184,6 +192,11 @@ bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);
 void tcp_rst_reply(struct ctx *c, const struct pkt *p);
 void tcp_data_to_guest(struct ctx *c, struct flow *fl);
 void tcp_consume(struct ctx *c, struct flow *fl);
+/* tcp_consume_lazy() - tcp_consume(), unless the acknowledged bytes are
+ * few (request/response traffic): they stay in the socket, and the clamp
+ * as it is, until more gather or tcp_consume() is called (rewind, close).
+ * Returns true when the consumption was deferred. */
+bool tcp_consume_lazy(struct ctx *c, struct flow *fl);
 /* tcp_clamp_update() - re-compute the window clamp (tcp_tx.c); stale:
  * set it even if unchanged (the kernel may have rewritten it). */
 void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale);

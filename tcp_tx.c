@@ -28,10 +28,24 @@
  * written so the capture stays valid. Links without offloads (qemu
  * stream, --no-offload) get MSS-sized frames with full checksums.
  *
- * Acknowledged bytes are dropped with recv(MSG_TRUNC) once per input
- * batch (tcp_consume()). Retransmission is a rewind: seq_to_guest goes
- * back to the guest's ACK, the peek offset to zero, and the next read
- * sends the same bytes again (three duplicate ACKs or a timeout).
+ * Acknowledged bytes are dropped with recv(MSG_TRUNC) at the end of an
+ * input batch (tcp_consume()), lazily: while fewer than
+ * TCP_CONSUME_LAZY bytes are acknowledged they stay in the socket (with
+ * SO_PEEK_OFF the peek offset stays behind them, without it the skip
+ * covers them), so request/response traffic does not pay a recv, a
+ * SIOCINQ and a TCP_WINDOW_CLAMP per exchange (doc/bench.md). Rewinds,
+ * closes, a guest window that closed and an ACK that moved seq_to_guest
+ * past the kernel's peek offset consume at once. Retransmission is a
+ * rewind: seq_to_guest goes back to the guest's ACK, the peek offset to
+ * zero, and the next read sends the same bytes again (three duplicate
+ * ACKs or a timeout).
+ *
+ * Reads after one that drained the socket skip the SIOCINQ: they ask
+ * for up to TCP_READ_GUESS bytes, and a short read says the socket is
+ * empty again (the clamp is then applied for the queue that read saw).
+ * When the peer's EOF is reached (EPOLLRDHUP: every byte is queued) and
+ * the guest's window has room for it, our FIN rides on the last data
+ * frame instead of a frame of its own.
  *
  * Window clamp (doc/tcp.md "Window clamp", doc/window-clamp.md): the
  * guest's flow control is mirrored onto the host socket with
@@ -78,6 +92,7 @@
 #define DISCARD_SIZE	(1u << 16)
 #define DISCARD_IOV	512		/* fallback: up to 32 MiB in flight */
 #define CLAMP_FLOOR_MIN	(64u << 10)
+#define TCP_READ_GUESS	(64u << 10)	/* first read after a drained one */
 #define CLAMP_OPEN	(1u << 30)	/* "no clamp" after a fallback */
 /* tcpi_rcv_wnd (Linux 6.2+) follows tcpi_snd_wnd at offset 228 of the
  * uapi struct tcp_info; libc's copy of the struct ends before both. */
@@ -337,6 +352,8 @@ void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale)
 	tcp_clamp_apply(c, fl, (uint32_t)inq, stale);
 }
 
+/* tcp_consume() - drop the bytes the guest acknowledged from the socket
+ * (recv(MSG_TRUNC)), then re-set the clamp. */
 void tcp_consume(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -348,10 +365,26 @@ void tcp_consume(struct ctx *c, struct flow *fl)
 	if (n <= 0)
 		return;
 	conn->consume -= (uint32_t)MIN((size_t)n, (size_t)conn->consume);
+	if (!conn->consume)
+		conn->peek_behind = false;
 	/* Receive-buffer autotuning may have rewritten the clamp inside that
 	 * recv() (to MiBs): set ours again at once, before the peer's next
 	 * segments grow the window to match. */
 	tcp_clamp_update(c, fl, true);
+}
+
+bool tcp_consume_lazy(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	/* A connection whose guest window closed consumes at once (the
+	 * stuck-window check reads an empty queue as a sign), and so does
+	 * one whose peek offset waits for the consumption. */
+	if (conn->consume && conn->consume < TCP_CONSUME_LAZY &&
+	    !(conn->flags & TCP_C_WAS_ZERO) && !conn->peek_behind)
+		return true;
+	tcp_consume(c, fl);
+	return false;
 }
 
 void tcp_stuck_check(struct ctx *c, struct flow *fl)
@@ -457,10 +490,11 @@ static const struct pkt_off *tcp_tx_off(const struct ctx *c,
 
 /* tcp_frames_fill() - after the peek: headers and checksums of the first
  * keep frames (starting at f[]), got payload bytes in all, seg bytes in
- * each but the last; their lengths go to lens[] for the commit. */
+ * each but the last, which carries our FIN when fin is set; their
+ * lengths go to lens[] for the commit. */
 static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
 			    size_t *lens, unsigned int keep, size_t got,
-			    size_t seg, const struct pkt_off *o)
+			    size_t seg, const struct pkt_off *o, bool fin)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	size_t hlen = tcp_hdr_len(fl);
@@ -468,8 +502,11 @@ static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
 
 	for (i = 0; i < keep; i++) {
 		size_t len = i + 1 < keep ? seg : got - (size_t)i * seg;
-		uint8_t flags = TCP_F_ACK | (i + 1 == keep ? TCP_F_PSH : 0);
-		uint8_t *t = l3_build(c, fl, f[i], TCP_HLEN + len);
+		uint8_t flags = TCP_F_ACK, *t;
+
+		if (i + 1 == keep)
+			flags |= TCP_F_PSH | (fin ? TCP_F_FIN : 0);
+		t = l3_build(c, fl, f[i], TCP_HLEN + len);
 
 		tcp_hdr_fill(fl, conn, t,
 			     seq_add(conn->seq_to_guest, (uint32_t)(i * seg)),
@@ -485,7 +522,11 @@ static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
 /* tcp_sendable() - bytes we may send now: unsent bytes in the socket
  * within the guest's window (and the peek fallback's reach). Sets or
  * clears STALLED; sends our FIN once the peer's EOF is reached. *avail
- * gets the unsent bytes in the socket, window or not. */
+ * gets the unsent bytes in the socket, window or not, or SIZE_MAX when
+ * it is not known: after a read that drained the socket, the next one
+ * (new data, in request/response traffic a small reply) asks for what
+ * the window allows up to TCP_READ_GUESS without a SIOCINQ first, and
+ * its length says whether the socket is empty again. */
 static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 			   size_t *avail)
 {
@@ -496,6 +537,12 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 	size_t n, reach = (size_t)DISCARD_IOV * DISCARD_SIZE;
 	int inq = 0;
 
+	if (inflight < wnd && conn->read_drained && c->tcp.peek_off) {
+		conn->flags &= (uint16_t)~TCP_C_STALLED;
+		*skip = 0;
+		*avail = SIZE_MAX;
+		return MIN((size_t)(wnd - inflight), (size_t)TCP_READ_GUESS);
+	}
 	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
 		return 0;
 	if (inflight >= wnd) {
@@ -510,7 +557,7 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 	tcp_clamp_apply(c, fl, (uint32_t)inq, false);
 	*skip = (size_t)conn->consume + inflight;
 	if ((size_t)inq <= *skip) {
-		conn->sock_sent = true;
+		conn->sock_sent = conn->read_drained = true;
 		if (conn->flags & TCP_C_SOCK_EOF)
 			tcp_send_flags(c, fl, TCP_F_FIN | TCP_F_ACK);
 		return 0;
@@ -541,24 +588,49 @@ static size_t tcp_seg_size(const struct ctx *c, const struct flow *fl)
 	return (pre + mss) / 64 * 64 - pre;
 }
 
+/* tcp_read_end() - after a read of got bytes (n asked, avail unsent in
+ * the socket or SIZE_MAX when unknown, room left in the guest's window
+ * before it): whether the socket is drained now; after a guess that
+ * drained it, the clamp for the queue it saw. Returns whether our FIN
+ * rides on the last frame: the peer's EOF is reached and it fits. */
+static bool tcp_read_end(struct ctx *c, struct flow *fl, size_t got,
+			 size_t n, size_t avail, size_t room)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	bool guessed = avail == SIZE_MAX;
+	uint32_t inflight = (uint32_t)seq_diff(conn->seq_to_guest,
+					       conn->seq_acked_by_guest);
+
+	conn->sock_sent = guessed ? got < n : got >= avail;
+	conn->read_drained = conn->sock_sent;
+	if (guessed && conn->sock_sent)
+		tcp_clamp_apply(c, fl, conn->consume + inflight + (uint32_t)got,
+				false);
+	return conn->sock_sent && (conn->flags & TCP_C_SOCK_EOF) && got < room;
+}
+
 /* tcp_read_batch() - one MSG_PEEK read into freshly reserved frames.
  * Returns payload bytes queued to the guest, 0 when nothing was (empty,
  * window full, no room), -1 on a socket error. *more is set when another
  * read could send more now (bytes left in the socket and in the window,
  * a window just filled, whose STALLED mark the next call sets, or the
- * peer's EOF reached, whose FIN the next call sends). */
+ * peer's EOF reached and our FIN not yet sent, which the next call
+ * sends). */
 static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	struct iovec iov[DISCARD_IOV + TCP_SEG_BATCH];
 	size_t hlen = tcp_hdr_len(fl), mss = tcp_seg_size(c, fl), skip = 0;
 	size_t avail = 0, n = tcp_sendable(c, fl, &skip, &avail), got, left;
+	size_t room = conn->wnd_from_guest - (uint32_t)seq_diff(
+			conn->seq_to_guest, conn->seq_acked_by_guest);
 	size_t lens[TCP_SEG_BATCH] = { 0 };
 	uint8_t *f[TCP_SEG_BATCH];
 	const struct pkt_off *o;
 	struct pkt_off off;
 	unsigned int nseg, i, ni = 0, keep;
 	struct msghdr mh = { 0 };
+	bool fin;
 	ssize_t r;
 
 	if (!n)
@@ -579,19 +651,31 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	mh.msg_iov = iov;
 	mh.msg_iovlen = ni;
 	r = recvmsg(conn->sock, &mh, MSG_PEEK | MSG_DONTWAIT);
-	if (r <= (ssize_t)skip)
-		return r < 0 && errno != EAGAIN && errno != EINTR ? -1 : 0;
+	if (r < 0 && errno != EAGAIN && errno != EINTR)
+		return -1;
+	if (r <= (ssize_t)skip) {
+		/* a guess found nothing (EAGAIN, or 0 at the EOF) */
+		if (avail == SIZE_MAX && tcp_read_end(c, fl, 0, n, avail, room))
+			tcp_send_flags(c, fl, TCP_F_FIN | TCP_F_ACK);
+		return 0;
+	}
 	got = (size_t)r - skip;
+	fin = tcp_read_end(c, fl, got, n, avail, room);
 	keep = (unsigned int)((got + mss - 1) / mss);
 	o = tcp_tx_off(c, fl, &off);
-	tcp_frames_fill(c, fl, f, lens, keep, got, mss, o);
+	tcp_frames_fill(c, fl, f, lens, keep, got, mss, o, fin);
 	tap_tx_commit_many_off(c, lens, keep, o);
-	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got);
+	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got + fin);
+	if (fin) {
+		conn->flags |= TCP_C_FIN_SENT;
+		conn->fin_rewound = false;
+	}
 	conn->rewound -= (uint32_t)MIN((size_t)conn->rewound, got);
-	conn->sock_sent = got == avail;
-	*more = got == n && (n < avail || (conn->flags & TCP_C_SOCK_EOF) ||
-			     seq_diff(conn->seq_to_guest, conn->seq_acked_by_guest)
-			     >= (int32_t)conn->wnd_from_guest);
+	*more = !fin && got == n &&
+		(avail == SIZE_MAX || n < avail ||
+		 (conn->flags & TCP_C_SOCK_EOF) ||
+		 seq_diff(conn->seq_to_guest, conn->seq_acked_by_guest)
+		 >= (int32_t)conn->wnd_from_guest);
 	return (long)got;
 }
 
@@ -603,7 +687,7 @@ void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 	if (conn->state != TCP_CS_ESTABLISHED || conn->sock < 0 ||
 	    (conn->flags & TCP_C_FIN_SENT) || !c->link.up)
 		return;
-	tcp_consume(c, fl);
+	tcp_consume_lazy(c, fl);
 	/* Bounded: one busy connection cannot starve the loop. A read that
 	 * took everything there was ends it without another SIOCINQ: new
 	 * data wakes the loop (EPOLLET, see tcp_events_update()). */

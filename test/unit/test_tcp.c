@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 
 #include "ferry.h"
 #include "nat.h"
@@ -555,7 +557,7 @@ TEST(tcp_fin_ack_after_rewind_taken)
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
 	CHECK_EQ(shutdown(a, SHUT_WR), 0);
-	pump(c, 2000, 7);
+	pump(c, 2000, 6);		/* the FIN rides on the last of 6 */
 	for (i = 0; i < test_tx_n(c); i++)
 		if (seg_at(c, i, &p) && (p.tcp.flags & TCP_F_FIN))
 			fin_end = p.tcp.seq + (uint32_t)p.payload_len + 1;
@@ -1111,4 +1113,232 @@ TEST(tcp_mss_fills_tso_frames)
 	CHECK_EQ(syn_mss(false, 1500, true), 1460);
 	CHECK_EQ(syn_mss(true, 1500, true), 1440);
 	CHECK_EQ(syn_mss(false, 1500, false), 1460);
+}
+
+/* --- request/response: lazy consumption, guessed reads, FIN on data --- */
+
+static struct tcp_conn *only_conn(struct ctx *c)
+{
+	struct flow *fl = flow_first(&c->flows, FLOW_TCP);
+
+	return fl ? FLOW_PRIV(fl, struct tcp_conn) : NULL;
+}
+
+static int sock_inq(int s)
+{
+	int inq = -1;
+
+	return ioctl(s, SIOCINQ, &inq) ? -1 : inq;
+}
+
+/* Many small exchanges: acknowledged replies stay in ferry's socket
+ * until TCP_CONSUME_LAZY bytes gather (no recv(MSG_TRUNC) per
+ * exchange), every reply still goes out once, in order, whole; the
+ * close completes with acknowledged bytes still deferred. */
+TEST(tcp_rr_lazy_consume)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40030 };
+	int ls = listener(false, &g.dport), a, i;
+	int rounds = TCP_CONSUME_LAZY / 64 + 20;
+	bool deferred = false, consumed = false;
+	char rep[64], buf[64];
+	struct tcp_conn *conn;
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK((conn = only_conn(c)) != NULL);
+	for (i = 0; i < rounds; i++) {
+		guest_send(&g, TCP_F_ACK | TCP_F_PSH, "req", 3, NULL, 0);
+		CHECK_EQ(recv(a, buf, sizeof(buf), 0), 3);
+		memset(rep, 'a' + i % 26, sizeof(rep));
+		CHECK_EQ(send(a, rep, sizeof(rep), 0), (ssize_t)sizeof(rep));
+		test_tx_reset(c);
+		pump(c, 2000, 1);
+		CHECK_EQ(test_tx_n(c), 1);
+		CHECK(seg_at(c, 0, &p));
+		CHECK_EQ(p.tcp.seq, g.ack);
+		CHECK_EQ(p.payload_len, sizeof(rep));
+		CHECK(!memcmp(p.payload, rep, sizeof(rep)));
+		g.ack += (uint32_t)p.payload_len;
+		CHECK(conn->consume < TCP_CONSUME_LAZY);
+		CHECK_EQ(sock_inq(conn->sock), (int)(conn->consume + 64));
+		if (conn->consume)
+			deferred = true;
+		else if (i)
+			consumed = true;
+	}
+	CHECK(deferred);
+	CHECK(consumed);		/* TCP_CONSUME_LAZY reached once */
+	/* the last reply's ACK, the guest's FIN; the host answers with its
+	 * own FIN: the connection closes with the last ACK */
+	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
+	CHECK(conn->consume > 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 0);
+	shutdown(a, SHUT_WR);
+	test_tx_reset(c);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_FIN);
+	g.ack += 1;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* host_reply() - the host sends len bytes, one frame takes them to the
+ * guest, whose ACK follows: the socket is drained after it. */
+static bool host_reply(struct tguest *g, int a, const char *data, size_t len)
+{
+	if (send(a, data, len, 0) != (ssize_t)len)
+		return false;
+	pump(g->c, 2000, 1);
+	if (test_tx_n(g->c) != 1)
+		return false;
+	g->ack += (uint32_t)len;
+	guest_send(g, TCP_F_ACK, NULL, 0, NULL, 0);
+	test_tx_reset(g->c);
+	return only_conn(g->c)->read_drained;
+}
+
+/* fin_on_data() - the host's last bytes and its EOF reach ferry together
+ * after an exchange (the socket was drained, the read guesses): one
+ * frame carries both, the FIN is seen once and after the data, and the
+ * close completes. */
+static void fin_on_data(bool v6)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .v6 = v6, .sport = 40031 };
+	int ls = listener(v6, &g.dport), a;
+	char buf[16];
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK(host_reply(&g, a, "hello", 5));
+	CHECK_EQ(send(a, "bye", 3, 0), 3);
+	shutdown(a, SHUT_WR);
+	pump(c, 2000, 1);
+	pump(c, 50, 2);			/* nothing else follows */
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.flags, TCP_F_ACK | TCP_F_PSH | TCP_F_FIN);
+	CHECK_EQ(p.tcp.seq, g.ack);
+	CHECK_EQ(p.payload_len, 3);
+	CHECK(!memcmp(p.payload, "bye", 3));
+	g.ack += 3 + 1;
+	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 0);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+TEST(tcp_fin_on_data_v4)
+{
+	fin_on_data(false);
+}
+
+TEST(tcp_fin_on_data_v6)
+{
+	fin_on_data(true);
+}
+
+/* fin_after_window() - a 1024-byte guest window, the host sends len
+ * bytes and its EOF at once. The first read fills the window (a guess:
+ * no FIN, more may follow); after the guest's ACK the rest is counted
+ * (SIOCINQ): it carries the FIN when it leaves room for it (len < 2048),
+ * otherwise the FIN waits for the next ACK and goes alone. The FIN is
+ * seen once. */
+static void fin_after_window(size_t len)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40032 };
+	int ls = listener(false, &g.dport), a, step;
+	static char d[2048];
+	size_t sent = 0, fins = 0;
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	g.wnd = 8;			/* << 7 (handshake): 1024 bytes */
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	memset(d, 'w', sizeof(d));
+	CHECK_EQ(send(a, d, len, 0), (ssize_t)len);
+	shutdown(a, SHUT_WR);
+	test_tx_reset(c);
+	pump(c, 2000, 1);
+	for (step = 0; step < 3 && !fins; step++) {
+		pump(c, 50, 2);		/* one frame per step, no more */
+		CHECK_EQ(test_tx_n(c), 1);
+		CHECK(seg_at(c, 0, &p));
+		CHECK_EQ(p.tcp.seq, g.ack);
+		sent += p.payload_len;
+		fins += !!(p.tcp.flags & TCP_F_FIN);
+		if (step == 0)
+			CHECK_EQ(p.payload_len, 1024);
+		if (fins)
+			CHECK_EQ(sent, len);
+		g.ack += (uint32_t)p.payload_len + !!(p.tcp.flags & TCP_F_FIN);
+		test_tx_reset(c);
+		guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+		pump(c, 2000, 1);	/* usually sent by the ACK's batch */
+	}
+	CHECK_EQ(fins, 1);
+	CHECK_EQ(step, len < 2048 ? 2 : 3);
+	CHECK_EQ(test_tx_n(c), 0);
+	CHECK_EQ(c->tcp.st.rewinds_rto, 0);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+TEST(tcp_fin_on_data_after_window)
+{
+	fin_after_window(1500);
+}
+
+TEST(tcp_fin_waits_for_window)
+{
+	fin_after_window(2048);
+}
+
+/* After a drained read the next one guesses TCP_READ_GUESS bytes; more
+ * than that arriving at once is still sent whole and in order. */
+TEST(tcp_guessed_read_larger_reply)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40033 };
+	int ls = listener(false, &g.dport), a;
+	static uint8_t big[80 << 10];
+	size_t i, n, total = 0;
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK(host_reply(&g, a, "x", 1));
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7);
+	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	n = (sizeof(big) + 1459) / 1460;
+	pump(c, 2000, n);
+	CHECK_EQ(test_tx_n(c), n);
+	for (i = 0; i < n; i++) {
+		CHECK(seg_at(c, i, &p));
+		CHECK_EQ(p.tcp.seq, g.ack + total);
+		CHECK(!memcmp(p.payload, big + total, p.payload_len));
+		total += p.payload_len;
+	}
+	CHECK_EQ(total, sizeof(big));
+	close(a);
+	close(ls);
+	tcp_test_free(c);
 }
