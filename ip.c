@@ -280,8 +280,10 @@ static enum drop_reason off_check(const struct pkt *p, const struct pkt_off *o)
 			return DROP_VNET_GSO;
 		break;
 	case PKT_GSO_UDP:	/* USO: udp_input() sends one datagram per
-				 * gso_size bytes */
-		if (!p->is_ip || p->l4proto != IPPROTO_UDP || !o->gso_size)
+				 * gso_size bytes; no more of them than a
+				 * kernel socket may send at once */
+		if (!p->is_ip || p->l4proto != IPPROTO_UDP || !o->gso_size ||
+		    p->payload_len > (size_t)o->gso_size * PKT_USO_SEGS_MAX)
 			return DROP_VNET_GSO;
 		break;
 	default:

@@ -96,6 +96,10 @@ enum pkt_gso {
 	PKT_GSO_UDP,			/* UDP datagrams of gso_size (USO) */
 };
 
+/* Most datagrams one USO frame may stand for: a Linux socket's
+ * UDP_SEGMENT send is limited to 64 segments (128 in recent kernels). */
+#define PKT_USO_SEGS_MAX	128
+
 /* pkt_off - offload state of one frame, decoded from (or to be encoded
  * into) a virtio-net header; all zero on links without one. */
 struct pkt_off {

@@ -378,7 +378,7 @@ static void udp_queue(struct ctx *c, struct flow *fl, const uint8_t *data,
 	uint32_t e;
 
 	if (c->udp.npend == RX_FRAMES_MAX || c->udp.nqueued == RX_FRAMES_MAX)
-		udp_input_done(c);	/* cannot happen with one rx batch */
+		udp_input_done(c);	/* a batch of USO frames: send now */
 	e = c->udp.npend++;
 	c->udp.pend[e].data = data;
 	c->udp.pend[e].len = (uint32_t)len;

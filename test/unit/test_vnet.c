@@ -248,6 +248,22 @@ TEST(vnet_pkt_parse_udp_partial)
 	CHECK_EQ(p.gso_size, 8);
 	o.gso_size = 0;
 	CHECK_EQ(pkt_parse_off(f, n, true, &o, &p), DROP_VNET_GSO);
+	/* No more datagrams than a kernel socket may send at once: 200
+	 * bytes are 100 datagrams of 2, but 200 of 1. */
+	{
+		uint8_t big[320], l4b[8 + 200] = { 0 };
+
+		wr16(l4b, 1000);
+		wr16(l4b + 2, 53);
+		wr16(l4b + 4, sizeof(l4b));
+		n = test_frame_ip4(big, "198.51.100.2", "198.51.100.1",
+				   IPPROTO_UDP, l4b, sizeof(l4b));
+		make_partial(big, n, false, 6);
+		o.gso_size = 2;
+		CHECK_EQ(pkt_parse_off(big, n, true, &o, &p), DROP_NONE);
+		o.gso_size = 1;
+		CHECK_EQ(pkt_parse_off(big, n, true, &o, &p), DROP_VNET_GSO);
+	}
 }
 
 /* A guest link with virtio-net headers whose transmitted frames (with
