@@ -75,7 +75,13 @@
 	X(VNET_SHORT,		"frame shorter than its virtio-net header") \
 	X(VNET_GSO,		"GSO type unknown or not the frame's protocol") \
 	X(VNET_HDRLEN,		"virtio-net header length beyond the frame") \
-	X(VNET_CSUM,		"checksum offload offsets out of range")
+	X(VNET_CSUM,		"checksum offload offsets out of range") \
+	/* vhost-user rings (virtq.c, tap_vu.c) */			\
+	X(VU_NOT_READY,		"vhost-user queue not ready")		\
+	X(VU_RING,		"vhost-user ring index out of range")	\
+	X(VU_CHAIN,		"vhost-user descriptor chain malformed") \
+	X(VU_NO_BUFFER,		"no guest receive buffer (vhost-user)")	\
+	X(VU_BUF_SMALL,		"guest receive buffers too small")
 
 enum drop_reason {
 #define DROP_ENUM(name, text) DROP_##name,

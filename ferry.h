@@ -38,6 +38,7 @@ enum eref_type {
 	EREF_TCP_SPLICE,	/* loopback splice socket */
 	EREF_UDP,		/* UDP flow socket */
 	EREF_UDP_LISTEN,	/* UDP forwarded-port socket */
+	EREF_VU,		/* vm mode: vhost-user control socket */
 	EREF_TYPE_MAX
 };
 

@@ -22,6 +22,7 @@
 #include "ndp.h"
 #include "ns.h"
 #include "util.h"
+#include "vhost_user.h"
 #include "vm.h"
 
 #define EVENTS_MAX	128
@@ -115,6 +116,9 @@ static void dispatch(struct ctx *c, union eref ref, uint32_t events)
 		break;
 	case EREF_LINK_LISTEN:
 		vm_listen_handler(c, events);
+		break;
+	case EREF_VU:
+		vu_ctrl_handler(c, events);
 		break;
 	case EREF_SIGNAL:
 		signal_handler(c);

@@ -23,6 +23,7 @@
 
 struct ctx;
 struct pkt;
+struct vu_dev;
 
 #define TX_BUF_SIZE	(8u << 20)	/* bytes of queued frames */
 #define TX_FRAMES_MAX	512
@@ -88,6 +89,8 @@ struct link {
 	bool rx_tso;
 	struct tx_batch tx;
 	struct rx_batch rx;
+	struct vu_dev *vu;		/* vhost-user device (vhost_user.h),
+					 * NULL unless --vhost-user */
 };
 
 /* tap_init() - allocate batch buffers (once, at start-up). */
@@ -173,6 +176,7 @@ bool tap_send_ip6_mac(struct ctx *c, const uint8_t *mac,
 extern const struct link_ops link_tapdev_ops;	/* tap_dev.c */
 extern const struct link_ops link_stream_ops;	/* tap_stream.c */
 extern const struct link_ops link_tapvnet_ops;	/* tap_dev.c, offloads */
+extern const struct link_ops link_vu_ops;	/* tap_vu.c, vhost-user */
 
 /* tapdev_attach() - attach the tap device fd; vnet: it was opened with
  * IFF_VNET_HDR, so set the header size and byte order, probe which

@@ -20,6 +20,7 @@
 #include "ferry.h"
 #include "log.h"
 #include "util.h"
+#include "vhost_user.h"
 #include "vm.h"
 
 #define SOCKET_TRIES	64
@@ -125,6 +126,14 @@ static void attach_client(struct ctx *c, int fd)
 	union eref ref = { .type = EREF_LINK };
 	int big = INT_MAX;
 
+	if (c->conf.vhost_user) {
+		if (fd_set_nonblock(fd))
+			die("cannot use the vhost-user socket: %s",
+			    strerror(errno));
+		vu_attach(c, fd);
+		info("vhost-user front-end connected");
+		return;
+	}
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big)))
 		debug("guest socket: SO_SNDBUF: %s", strerror(errno));
 
@@ -142,6 +151,8 @@ void vm_start(struct ctx *c)
 
 	if (c->conf.vhost_user)
 		die("--vhost-user: not supported yet");
+	if (c->conf.vhost_user)
+		vu_init(c);
 	if (c->conf.fd >= 0) {
 		attach_client(c, c->conf.fd);
 		c->conf.one_off = true;		/* nothing to wait for after */
@@ -174,6 +185,8 @@ void vm_listen_handler(struct ctx *c, uint32_t events)
 
 void vm_link_closed(struct ctx *c)
 {
+	if (c->link.vu && c->link.fd >= 0)
+		vu_detach(c);
 	if (c->link.fd >= 0) {
 		ep_del(c, c->link.fd);
 		close(c->link.fd);

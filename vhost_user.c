@@ -1,0 +1,656 @@
+/* vhost_user.c - the vhost-user control protocol, back-end side.
+ *
+ * Theory of operation: in VM mode with --vhost-user, the UNIX socket that
+ * qemu connects to carries control messages, not frames: a 12-byte header
+ * (request, flags, payload size; host byte order) and a payload, with
+ * file descriptors passed alongside (SCM_RIGHTS): guest memory regions
+ * (SET_MEM_TABLE) and the eventfds of each ring (kick: the guest has
+ * offered buffers; call: we have used some; err). Frames then move
+ * through shared memory (virtq.c), and the guest link backend (tap_vu.c)
+ * copies them between the rings and the link batches of tap.c.
+ *
+ * This file owns the device state (struct vu_dev): negotiated features,
+ * the memory table, ring configuration and eventfds. Messages are read
+ * without blocking, header first (the fds come with its first bytes),
+ * then the payload; each complete message goes to vu_msg_handle(), which
+ * checks the version, the payload size and every index before acting.
+ * Replies go back on the same socket. A malformed message (bad version,
+ * size, queue index, fd count) is a protocol error: the connection is
+ * closed and ferry waits for the next front-end. A request that is valid
+ * but fails (say, a memory region that cannot be mapped) is answered
+ * with a non-zero status when the front-end asked for one (REPLY_ACK).
+ * Unknown requests get an error status when a reply was asked for, and
+ * otherwise close the connection (the front-end may be waiting for a
+ * reply we cannot give).
+ *
+ * Offered: VERSION_1, MRG_RXBUF, checksum and TSO offloads both ways,
+ * PROTOCOL_FEATURES with MQ (GET_QUEUE_NUM answers 1: qemu refuses to
+ * start more queue pairs) and REPLY_ACK. Not offered: indirect
+ * descriptors, EVENT_IDX, dirty logging (live migration), the config
+ * space, inflight tracking.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "ferry.h"
+#include "log.h"
+#include "util.h"
+#include "vhost_user.h"
+
+#define VU_MSGS_PER_EVENT	64	/* then back to the loop */
+#define VU_VRING_NOFD		(1ULL << 8)	/* KICK/CALL/ERR: no fd */
+#define VU_VRING_IDX_MASK	0xffULL
+
+/* Handler results besides 0 (success, no payload) */
+#define VU_R_FAIL	1	/* valid request that failed: status 1 */
+#define VU_R_REPLY	2	/* reply payload prepared in the message */
+#define VU_R_PROTO	-1	/* protocol error: close */
+
+static const char *const vu_names[VU_REQUEST_MAX] = {
+	[VU_GET_FEATURES] = "GET_FEATURES",
+	[VU_SET_FEATURES] = "SET_FEATURES",
+	[VU_SET_OWNER] = "SET_OWNER",
+	[VU_RESET_OWNER] = "RESET_OWNER",
+	[VU_SET_MEM_TABLE] = "SET_MEM_TABLE",
+	[VU_SET_LOG_BASE] = "SET_LOG_BASE",
+	[VU_SET_LOG_FD] = "SET_LOG_FD",
+	[VU_SET_VRING_NUM] = "SET_VRING_NUM",
+	[VU_SET_VRING_ADDR] = "SET_VRING_ADDR",
+	[VU_SET_VRING_BASE] = "SET_VRING_BASE",
+	[VU_GET_VRING_BASE] = "GET_VRING_BASE",
+	[VU_SET_VRING_KICK] = "SET_VRING_KICK",
+	[VU_SET_VRING_CALL] = "SET_VRING_CALL",
+	[VU_SET_VRING_ERR] = "SET_VRING_ERR",
+	[VU_GET_PROTOCOL_FEATURES] = "GET_PROTOCOL_FEATURES",
+	[VU_SET_PROTOCOL_FEATURES] = "SET_PROTOCOL_FEATURES",
+	[VU_GET_QUEUE_NUM] = "GET_QUEUE_NUM",
+	[VU_SET_VRING_ENABLE] = "SET_VRING_ENABLE",
+};
+
+const char *vu_request_name(uint32_t request)
+{
+	if (request < VU_REQUEST_MAX && vu_names[request])
+		return vu_names[request];
+	return "?";
+}
+
+void vu_init(struct ctx *c)
+{
+	struct vu_dev *d = alloc_startup(sizeof(*d));
+	unsigned int i;
+
+	d->fd = -1;
+	for (i = 0; i < VU_QUEUES; i++)
+		virtq_reset(&d->vq[i]);
+	c->link.vu = d;
+}
+
+/* close_fd() - close *fd if open, mark it closed. */
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* mem_unmap() - unmap every region of m. */
+static void mem_unmap(struct vu_mem *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->n; i++)
+		if (m->r[i].map)
+			munmap(m->r[i].map, m->r[i].map_len);
+	memset(m, 0, sizeof(*m));
+}
+
+/* vq_stop() - stop ring q: forget its kick fd (and its loop entry). */
+static void vq_stop(struct ctx *c, struct virtq *q)
+{
+	if (q->kick_fd >= 0)
+		ep_del(c, q->kick_fd);
+	close_fd(&q->kick_fd);
+	q->started = false;
+}
+
+/* vq_close() - stop q and close all its fds; q is reset. */
+static void vq_close(struct ctx *c, struct virtq *q)
+{
+	vq_stop(c, q);
+	close_fd(&q->call_fd);
+	close_fd(&q->err_fd);
+	virtq_reset(q);
+}
+
+/* link_offloads() - what the guest takes from us, from the features. */
+static void link_offloads(struct ctx *c, uint64_t f)
+{
+	c->link.tx_csum_partial = f & VU_F_GUEST_CSUM;
+	c->link.tx_gso = (f & VU_F_GUEST_CSUM) && (f & VU_F_GUEST_TSO4) &&
+			 (f & VU_F_GUEST_TSO6);
+}
+
+void vu_detach(struct ctx *c)
+{
+	struct vu_dev *d = c->link.vu;
+	unsigned int i;
+
+	for (i = 0; i < VU_QUEUES; i++)
+		vq_close(c, &d->vq[i]);
+	for (i = 0; i < d->in.nfds; i++)
+		close_fd(&d->in.fds[i]);
+	d->in.nfds = 0;
+	d->in_fill = 0;
+	mem_unmap(&d->mem);
+	d->features = d->protocol_features = 0;
+	d->fd = -1;
+	info("vhost-user: %llu messages, %llu guest notifications",
+	     (unsigned long long)d->msgs, (unsigned long long)d->notifies);
+	d->msgs = d->notifies = 0;
+}
+
+/* reply_u64() - prepare a 64-bit reply payload in m. */
+static int reply_u64(struct vu_msg *m, uint64_t v)
+{
+	m->p.u64 = v;
+	m->size = sizeof(uint64_t);
+	return VU_R_REPLY;
+}
+
+/* send_reply() - header (reply flag) and size bytes of payload from m. */
+static int send_reply(const struct vu_dev *d, const struct vu_msg *m)
+{
+	uint32_t hdr[3] = { m->request, VU_VERSION | VU_FLAG_REPLY, m->size };
+	struct iovec iov[2] = {
+		{ .iov_base = hdr, .iov_len = sizeof(hdr) },
+		{ .iov_base = (void *)&m->p, .iov_len = m->size },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t n;
+
+	do {
+		n = sendmsg(d->fd, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)(sizeof(hdr) + m->size)) {
+		warn("vhost-user: cannot reply to %s: %s",
+		     vu_request_name(m->request),
+		     n < 0 ? strerror(errno) : "short write");
+		return -1;
+	}
+	return 0;
+}
+
+/* --- requests ----------------------------------------------------- */
+
+static int vu_get_features(struct ctx *c, struct vu_msg *m)
+{
+	(void)c;
+	return reply_u64(m, VU_FEATURES);
+}
+
+static int vu_set_features(struct ctx *c, struct vu_msg *m)
+{
+	struct vu_dev *d = c->link.vu;
+	unsigned int i;
+
+	if (m->p.u64 & ~VU_FEATURES) {
+		warn("vhost-user: front-end set features %#llx not offered",
+		     (unsigned long long)(m->p.u64 & ~VU_FEATURES));
+		return VU_R_PROTO;
+	}
+	if (!(m->p.u64 & VU_F_VERSION_1)) {
+		warn("vhost-user: legacy virtio (no VERSION_1) not supported");
+		return VU_R_PROTO;
+	}
+	d->features = m->p.u64;
+	/* Without protocol features, rings are enabled from the start. */
+	for (i = 0; i < VU_QUEUES; i++)
+		if (!(d->features & VU_F_PROTOCOL_FEATURES))
+			d->vq[i].enabled = true;
+	link_offloads(c, d->features);
+	debug("vhost-user: features %#llx", (unsigned long long)d->features);
+	return 0;
+}
+
+static int vu_get_protocol_features(struct ctx *c, struct vu_msg *m)
+{
+	(void)c;
+	return reply_u64(m, VU_PROTOCOL_FEATURES);
+}
+
+static int vu_set_protocol_features(struct ctx *c, struct vu_msg *m)
+{
+	if (m->p.u64 & ~VU_PROTOCOL_FEATURES)
+		return VU_R_PROTO;
+	c->link.vu->protocol_features = m->p.u64;
+	return 0;
+}
+
+static int vu_get_queue_num(struct ctx *c, struct vu_msg *m)
+{
+	(void)c;
+	return reply_u64(m, 1);		/* queue pairs */
+}
+
+static int vu_set_owner(struct ctx *c, struct vu_msg *m)
+{
+	(void)c;
+	(void)m;
+	return 0;
+}
+
+/* vu_reset_owner() - forget features and stop the rings (deprecated). */
+static int vu_reset_owner(struct ctx *c, struct vu_msg *m)
+{
+	struct vu_dev *d = c->link.vu;
+	unsigned int i;
+
+	(void)m;
+	for (i = 0; i < VU_QUEUES; i++)
+		vq_close(c, &d->vq[i]);
+	d->features = 0;
+	link_offloads(c, 0);
+	return 0;
+}
+
+/* map_region() - mmap one region described in m from fd into r.
+ * Returns 0 or VU_R_FAIL (logged). */
+static int map_region(int fd, uint64_t gpa, uint64_t size, uint64_t uva,
+		      uint64_t off, struct vu_region *r)
+{
+	struct stat st;
+	void *p;
+
+	if (!size || gpa + size < gpa || uva + size < uva ||
+	    off + size < off || off + size > SIZE_MAX) {
+		warn("vhost-user: memory region out of range");
+		return VU_R_FAIL;
+	}
+	if (fstat(fd, &st) ||
+	    (st.st_size > 0 && (uint64_t)st.st_size < off + size)) {
+		warn("vhost-user: memory region beyond its file");
+		return VU_R_FAIL;
+	}
+	p = mmap(NULL, (size_t)(off + size), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (p == MAP_FAILED) {
+		warn("vhost-user: cannot map guest memory: %s",
+		     strerror(errno));
+		return VU_R_FAIL;
+	}
+	r->gpa = gpa;
+	r->size = size;
+	r->uva = uva;
+	r->map = p;
+	r->map_len = (size_t)(off + size);
+	r->host = (uint8_t *)p + off;
+	return 0;
+}
+
+/* vu_set_mem_table() - map the new table, then drop the old one and
+ * translate the rings again. On failure the old table stays. */
+static int vu_set_mem_table(struct ctx *c, struct vu_msg *m)
+{
+	struct vu_dev *d = c->link.vu;
+	struct vu_mem mem = { 0 };
+	uint32_t n = m->p.mem.nregions;
+	unsigned int i;
+	int rc = 0;
+
+	if (!n || n > VU_REGIONS_MAX || m->size != 8 + 32 * n ||
+	    m->nfds != n)
+		return VU_R_PROTO;
+	for (i = 0; i < n && !rc; i++) {
+		rc = map_region(m->fds[i], m->p.mem.r[i].gpa,
+				m->p.mem.r[i].size, m->p.mem.r[i].uva,
+				m->p.mem.r[i].mmap_offset, &mem.r[i]);
+		mem.n = rc ? i : i + 1;
+	}
+	if (rc) {
+		mem_unmap(&mem);
+		return rc;
+	}
+	mem_unmap(&d->mem);
+	d->mem = mem;
+	for (i = 0; i < VU_QUEUES; i++)
+		if (d->vq[i].addr_set && !virtq_map(&d->vq[i], &d->mem))
+			warn("vhost-user: ring %u outside the new memory", i);
+	info("vhost-user: guest memory: %u region(s)", n);
+	return 0;
+}
+
+/* vq_of() - the ring a state/addr/fd message names, or NULL. */
+static struct virtq *vq_of(struct ctx *c, uint64_t index)
+{
+	return index < VU_QUEUES ? &c->link.vu->vq[index] : NULL;
+}
+
+static int vu_set_vring_num(struct ctx *c, struct vu_msg *m)
+{
+	struct virtq *q = vq_of(c, m->p.state.index);
+	uint32_t num = m->p.state.num;
+
+	if (!q || !num || num > VQ_NUM_MAX || (num & (num - 1)))
+		return VU_R_PROTO;
+	q->num = (uint16_t)num;
+	return 0;
+}
+
+static int vu_set_vring_addr(struct ctx *c, struct vu_msg *m)
+{
+	struct virtq *q = vq_of(c, m->p.addr.index);
+
+	if (!q)
+		return VU_R_PROTO;
+	q->desc_uva = m->p.addr.desc;
+	q->avail_uva = m->p.addr.avail;
+	q->used_uva = m->p.addr.used;
+	q->addr_set = true;
+	if (!virtq_map(q, &c->link.vu->mem)) {
+		warn("vhost-user: ring %u addresses invalid", m->p.addr.index);
+		return VU_R_FAIL;
+	}
+	/* Entries we fill continue from what the guest last saw. */
+	q->used_idx = q->used_pub = le16toh(q->used->idx);
+	return 0;
+}
+
+static int vu_set_vring_base(struct ctx *c, struct vu_msg *m)
+{
+	struct virtq *q = vq_of(c, m->p.state.index);
+
+	if (!q || m->p.state.num > 0xffff)
+		return VU_R_PROTO;
+	q->last_avail = (uint16_t)m->p.state.num;
+	return 0;
+}
+
+/* vu_get_vring_base() - stop the ring, report where it stopped. */
+static int vu_get_vring_base(struct ctx *c, struct vu_msg *m)
+{
+	struct virtq *q = vq_of(c, m->p.state.index);
+
+	if (!q)
+		return VU_R_PROTO;
+	vq_stop(c, q);
+	m->p.state.num = q->last_avail;
+	m->size = sizeof(m->p.state);
+	return VU_R_REPLY;
+}
+
+/* take_fd() - the single fd of a KICK/CALL/ERR message into *slot (the
+ * previous one closed), or none with the no-fd bit. */
+static int take_fd(struct vu_msg *m, int *slot)
+{
+	bool nofd = m->p.u64 & VU_VRING_NOFD;
+
+	if (m->nfds != (nofd ? 0u : 1u))
+		return VU_R_PROTO;
+	close_fd(slot);
+	if (!nofd) {
+		*slot = m->fds[0];
+		m->fds[0] = -1;
+		m->nfds = 0;
+		if (fd_set_nonblock(*slot))
+			debug("vhost-user: eventfd: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* vu_set_vring_kick() - the ring starts. The transmit ring's kicks wake
+ * the link handler; a first kick of our own catches chains offered
+ * before we listened. Polling (no fd) is not supported. */
+static int vu_set_vring_kick(struct ctx *c, struct vu_msg *m)
+{
+	union eref ref = { .type = EREF_LINK };
+	uint64_t idx = m->p.u64 & VU_VRING_IDX_MASK, one = 1;
+	struct virtq *q = vq_of(c, idx);
+	int rc;
+
+	if (!q || (m->p.u64 & VU_VRING_NOFD))
+		return VU_R_PROTO;
+	vq_stop(c, q);
+	if ((rc = take_fd(m, &q->kick_fd)))
+		return rc;
+	q->started = true;
+	if (!(c->link.vu->features & VU_F_PROTOCOL_FEATURES))
+		q->enabled = true;
+	if (idx == VU_TXQ) {
+		if (ep_add(c, q->kick_fd, EPOLLIN, ref))
+			warn("vhost-user: epoll: %s", strerror(errno));
+		if (write(q->kick_fd, &one, sizeof(one)) < 0)
+			debug("vhost-user: self-kick: %s", strerror(errno));
+	}
+	return 0;
+}
+
+static int vu_set_vring_call(struct ctx *c, struct vu_msg *m)
+{
+	struct virtq *q = vq_of(c, m->p.u64 & VU_VRING_IDX_MASK);
+
+	return q ? take_fd(m, &q->call_fd) : VU_R_PROTO;
+}
+
+static int vu_set_vring_err(struct ctx *c, struct vu_msg *m)
+{
+	struct virtq *q = vq_of(c, m->p.u64 & VU_VRING_IDX_MASK);
+
+	return q ? take_fd(m, &q->err_fd) : VU_R_PROTO;
+}
+
+static int vu_set_vring_enable(struct ctx *c, struct vu_msg *m)
+{
+	struct virtq *q = vq_of(c, m->p.state.index);
+
+	if (!q || m->p.state.num > 1 ||
+	    !(c->link.vu->features & VU_F_PROTOCOL_FEATURES))
+		return VU_R_PROTO;
+	q->enabled = m->p.state.num;
+	return 0;
+}
+
+/* Request table: handler and payload size (exact, or -1: any). */
+static const struct {
+	int (*fn)(struct ctx *c, struct vu_msg *m);
+	int size;
+} vu_reqs[VU_REQUEST_MAX] = {
+	[VU_GET_FEATURES] = { vu_get_features, -1 },
+	[VU_SET_FEATURES] = { vu_set_features, 8 },
+	[VU_SET_OWNER] = { vu_set_owner, -1 },
+	[VU_RESET_OWNER] = { vu_reset_owner, -1 },
+	[VU_SET_MEM_TABLE] = { vu_set_mem_table, -1 },	/* checked there */
+	[VU_SET_VRING_NUM] = { vu_set_vring_num, 8 },
+	[VU_SET_VRING_ADDR] = { vu_set_vring_addr, 40 },
+	[VU_SET_VRING_BASE] = { vu_set_vring_base, 8 },
+	[VU_GET_VRING_BASE] = { vu_get_vring_base, 8 },
+	[VU_SET_VRING_KICK] = { vu_set_vring_kick, 8 },
+	[VU_SET_VRING_CALL] = { vu_set_vring_call, 8 },
+	[VU_SET_VRING_ERR] = { vu_set_vring_err, 8 },
+	[VU_GET_PROTOCOL_FEATURES] = { vu_get_protocol_features, -1 },
+	[VU_SET_PROTOCOL_FEATURES] = { vu_set_protocol_features, 8 },
+	[VU_GET_QUEUE_NUM] = { vu_get_queue_num, -1 },
+	[VU_SET_VRING_ENABLE] = { vu_set_vring_enable, 8 },
+};
+
+/* msg_dispatch() - run the handler of a well-formed message; unknown
+ * requests fail (VU_R_FAIL if a status was asked for, else VU_R_PROTO). */
+static int msg_dispatch(struct ctx *c, struct vu_msg *m)
+{
+	bool ack = m->flags & VU_FLAG_NEED_REPLY;
+
+	if (m->request >= VU_REQUEST_MAX || !vu_reqs[m->request].fn) {
+		warn("vhost-user: unsupported request %u (%s)", m->request,
+		     vu_request_name(m->request));
+		return ack ? VU_R_FAIL : VU_R_PROTO;
+	}
+	if (vu_reqs[m->request].size >= 0 &&
+	    m->size != (uint32_t)vu_reqs[m->request].size)
+		return VU_R_PROTO;
+	if (m->request != VU_SET_MEM_TABLE && m->request != VU_SET_VRING_KICK &&
+	    m->request != VU_SET_VRING_CALL && m->request != VU_SET_VRING_ERR &&
+	    m->nfds)
+		return VU_R_PROTO;		/* fds where none belong */
+	return vu_reqs[m->request].fn(c, m);
+}
+
+int vu_msg_handle(struct ctx *c, struct vu_msg *m)
+{
+	struct vu_dev *d = c->link.vu;
+	uint32_t req = m->request;
+	unsigned int i;
+	int rc;
+
+	d->msgs++;
+	if ((m->flags & VU_FLAG_VERSION_MASK) != VU_VERSION ||
+	    (m->flags & VU_FLAG_REPLY) || m->size > VU_PAYLOAD_MAX)
+		rc = VU_R_PROTO;
+	else
+		rc = msg_dispatch(c, m);
+	for (i = 0; i < m->nfds; i++)
+		close_fd(&m->fds[i]);
+	m->nfds = 0;
+	debug("vhost-user: %s (%u bytes): %d", vu_request_name(req), m->size,
+	      rc);
+	if (rc == VU_R_PROTO) {
+		warn("vhost-user: protocol error in %s, closing",
+		     vu_request_name(req));
+		return -1;
+	}
+	m->request = req;
+	if (rc == VU_R_REPLY)
+		return send_reply(d, m);
+	if ((m->flags & VU_FLAG_NEED_REPLY) &&
+	    (d->protocol_features & VU_PF_REPLY_ACK)) {
+		reply_u64(m, rc == VU_R_FAIL);
+		return send_reply(d, m);
+	}
+	return 0;
+}
+
+/* --- reading messages ---------------------------------------------- */
+
+/* collect_fds() - move the fds of cmsg into m; false if there are too
+ * many (all of them are closed then). */
+static bool collect_fds(struct msghdr *mh, struct vu_msg *m)
+{
+	struct cmsghdr *cm;
+	bool ok = !(mh->msg_flags & MSG_CTRUNC);
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t k, n;
+		int fd;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < n; k++) {
+			memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(fd));
+			if (m->nfds < VU_FDS_MAX && ok)
+				m->fds[m->nfds++] = fd;
+			else {
+				close(fd);
+				ok = false;
+			}
+		}
+	}
+	return ok;
+}
+
+/* read_some() - read into the message being received: the header, then
+ * its payload. Returns 1 when the message is complete, 2 after reading
+ * part of it, 0 when the socket is empty, -1 on EOF or a protocol
+ * error. */
+static int read_some(struct vu_dev *d)
+{
+	union {
+		char buf[CMSG_SPACE(VU_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct vu_msg *m = &d->in;
+	bool in_hdr = d->in_fill < VU_HDR_SIZE;
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	ssize_t n;
+
+	if (in_hdr) {		/* request, flags, size: the first 12 bytes */
+		iov.iov_base = d->in_hdr + d->in_fill;
+		iov.iov_len = VU_HDR_SIZE - d->in_fill;
+	} else {
+		iov.iov_base = m->p.raw + (d->in_fill - VU_HDR_SIZE);
+		iov.iov_len = VU_HDR_SIZE + m->size - d->in_fill;
+	}
+	do {
+		n = recvmsg(d->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -1;
+	if (n == 0 || !collect_fds(&mh, m))
+		return -1;
+	d->in_fill += (size_t)n;
+	if (d->in_fill < VU_HDR_SIZE)
+		return 2;
+	if (in_hdr) {
+		memcpy(&m->request, d->in_hdr, 4);
+		memcpy(&m->flags, d->in_hdr + 4, 4);
+		memcpy(&m->size, d->in_hdr + 8, 4);
+	}
+	if (m->size > VU_PAYLOAD_MAX) {
+		warn("vhost-user: message of %u bytes", m->size);
+		return -1;
+	}
+	return d->in_fill == VU_HDR_SIZE + (size_t)m->size ? 1 : 2;
+}
+
+/* drop_pending_fds() - close fds of a message that will not be served. */
+static void drop_pending_fds(struct vu_dev *d)
+{
+	unsigned int k;
+
+	for (k = 0; k < d->in.nfds; k++)
+		close_fd(&d->in.fds[k]);
+	d->in.nfds = 0;
+}
+
+void vu_ctrl_handler(struct ctx *c, uint32_t events)
+{
+	struct vu_dev *d = c->link.vu;
+	int i, rc = 0;
+
+	(void)events;		/* EOF shows as a read of 0 bytes */
+	for (i = 0; i < VU_MSGS_PER_EVENT && c->link.up; i++) {
+		rc = read_some(d);
+		if (rc == 2)
+			continue;
+		if (rc <= 0)
+			break;
+		d->in_fill = 0;
+		rc = vu_msg_handle(c, &d->in);
+		if (rc < 0)
+			break;
+	}
+	if (rc < 0) {
+		drop_pending_fds(d);
+		if (c->link.up)
+			link_closed(c);
+	}
+}
+
+void vu_attach(struct ctx *c, int fd)
+{
+	union eref ref = { .type = EREF_VU };
+	struct vu_dev *d = c->link.vu;
+
+	d->fd = fd;
+	d->in_fill = 0;
+	d->in.nfds = 0;
+	if (ep_add(c, fd, EPOLLIN | EPOLLRDHUP, ref))
+		die("cannot use the vhost-user socket: %s", strerror(errno));
+	tap_attach(c, &link_vu_ops, fd);
+}
