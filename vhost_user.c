@@ -447,8 +447,7 @@ static int vu_set_vring_enable(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.state.index);
 
-	if (!q || m->p.state.num > 1 ||
-	    !(c->link.vu->features & VU_F_PROTOCOL_FEATURES))
+	if (!q || m->p.state.num > 1)
 		return VU_R_PROTO;
 	q->enabled = m->p.state.num;
 	return 0;
