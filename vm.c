@@ -5,8 +5,11 @@
  * One client is served at a time: a second connection while one is
  * active is refused (closed at once). When the client goes away, ferry
  * waits for the next one, or exits with --one-off (libvirt's usage).
- * Frames move through the stream backend (tap_stream.c); every frame
- * decision is the shared link code's, exactly as in namespace mode.
+ * Frames move through the stream backend (tap_stream.c), or with
+ * --vhost-user the socket carries vhost-user control messages
+ * (vhost_user.c) and frames move through the guest's rings (tap_vu.c);
+ * every frame decision is the shared link code's, exactly as in
+ * namespace mode.
  */
 #include <errno.h>
 #include <limits.h>
@@ -150,8 +153,6 @@ void vm_start(struct ctx *c)
 	union eref ref = { .type = EREF_LINK_LISTEN };
 
 	if (c->conf.vhost_user)
-		die("--vhost-user: not supported yet");
-	if (c->conf.vhost_user)
 		vu_init(c);
 	if (c->conf.fd >= 0) {
 		attach_client(c, c->conf.fd);
@@ -162,9 +163,15 @@ void vm_start(struct ctx *c)
 	if (ep_add(c, c->link.listen_fd, EPOLLIN, ref))
 		die("epoll: %s", strerror(errno));
 	info("UNIX domain socket bound at %s", c->conf.socket_path);
-	info("qemu: -netdev stream,id=n0,server=off,addr.type=unix,"
-	     "addr.path=%s -device virtio-net-pci,netdev=n0",
-	     c->conf.socket_path);
+	if (c->conf.vhost_user)
+		info("qemu: -chardev socket,id=c0,path=%s -netdev vhost-user,"
+		     "id=n0,chardev=c0 -device virtio-net-pci,netdev=n0 "
+		     "-object memory-backend-memfd,id=mem,size=RAM,share=on "
+		     "-numa node,memdev=mem", c->conf.socket_path);
+	else
+		info("qemu: -netdev stream,id=n0,server=off,addr.type=unix,"
+		     "addr.path=%s -device virtio-net-pci,netdev=n0",
+		     c->conf.socket_path);
 }
 
 void vm_listen_handler(struct ctx *c, uint32_t events)

@@ -59,8 +59,9 @@ def parse(out):
     return res
 
 
-def run_tool(tool, argv, root, workdir, n, secs, port):
-    """Boot the guest against one tool: (results by direction, info, error)."""
+def run_tool(tool, argv, root, workdir, n, secs, port, run_args=()):
+    """Boot the guest against one tool: (results by direction, info, error).
+    run_args: extra test/guest/run.sh options (-u: vhost-user)."""
     d = os.path.join(workdir, f"vm-{tool}")
     os.makedirs(d, exist_ok=True)
     sock = os.path.join(d, "sock")
@@ -87,7 +88,8 @@ def run_tool(tool, argv, root, workdir, n, secs, port):
         sampler.start()
         try:
             r = procs.run(["bash", os.path.join(root, "test/guest/run.sh"), "-t",
-                           str(deadline), "-l", os.path.join(d, "console.log"), sock, script],
+                           str(deadline), "-l", os.path.join(d, "console.log"),
+                           *run_args, sock, script],
                           timeout=deadline + 30)
         finally:
             done.set()

@@ -8,8 +8,9 @@
 # the test script as /test.sh (and any -f files under /root/) to a copy of
 # the base initramfs; the guest's /init configures the network and runs it.
 # qemu's only NIC is a virtio-net-pci device on a `-netdev stream` UNIX
-# socket client (the socket ferry's VM mode listens on; qemu 7.2 cannot
-# reconnect, so the listener must be up first: we poll for it).  The serial
+# socket client, or with -u on `-netdev vhost-user` (the socket ferry's VM
+# mode listens on; qemu 7.2 cannot reconnect, so the listener must be up
+# first: we poll for it).  The serial
 # console goes to a log file as the guest writes it; /init prints
 # "FERRY-GUEST-EXIT <code>" and powers off, qemu exits (-no-reboot also
 # turns a panic or reboot into an exit), and we exit with that code.
@@ -23,6 +24,10 @@
 #   -f FILE     copy FILE into the guest's /root (repeatable)
 #   -k KERNEL   vmlinux (PVH, default) or bzImage
 #   -v          also stream the console to stderr
+#   -u          vhost-user: SOCKET is a vhost-user back-end (guest RAM in a
+#               shared memfd, -netdev vhost-user), not a -netdev stream one;
+#               the NIC gets no MSI-X vectors (vectors=0): qemu 7.2 under
+#               TCG crashes setting up MSI-X notifiers for vhost-user
 # SOCKET "none" boots without a NIC.
 #
 # stdout: the test script's output (console lines between the begin marker
@@ -38,7 +43,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TIMEOUT=${FERRY_GUEST_TIMEOUT:-120}
-LOG="" MAC=52:54:00:12:34:56 APPEND="" KERNEL=vmlinux VERBOSE=0
+LOG="" MAC=52:54:00:12:34:56 APPEND="" KERNEL=vmlinux VERBOSE=0 VHOST=0
 EXTRA=()
 
 log() { echo "run.sh: $*" >&2; }
@@ -98,7 +103,7 @@ print_test_output() {
 		/^FERRY-GUEST-TEST-BEGIN$/d; /^FERRY-GUEST-EXIT /d; p; }'
 }
 
-while getopts "t:l:m:a:f:k:vh" opt; do
+while getopts "t:l:m:a:f:k:vuh" opt; do
 	case "$opt" in
 	t) TIMEOUT=$OPTARG ;;
 	l) LOG=$OPTARG ;;
@@ -107,6 +112,7 @@ while getopts "t:l:m:a:f:k:vh" opt; do
 	f) EXTRA+=("$OPTARG") ;;
 	k) KERNEL=$OPTARG ;;
 	v) VERBOSE=1 ;;
+	u) VHOST=1 ;;
 	*) usage ;;
 	esac
 done
@@ -145,6 +151,13 @@ if [ "$SOCK" != none ]; then
 	wait_socket "$SOCK"
 	NET=(-netdev "stream,id=n0,server=off,addr.type=unix,addr.path=$SOCK"
 	     -device "virtio-net-pci,netdev=n0,mac=$MAC")
+	if [ "$VHOST" = 1 ]; then
+		NET=(-object memory-backend-memfd,id=mem,size=256M,share=on
+		     -numa node,memdev=mem
+		     -chardev "socket,id=c0,path=$SOCK"
+		     -netdev vhost-user,id=n0,chardev=c0
+		     -device "virtio-net-pci,netdev=n0,mac=$MAC,vectors=0")
+	fi
 fi
 
 # -nodefaults: no VGA, no default NIC, no floppy/CD probing in the guest

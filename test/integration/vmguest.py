@@ -423,9 +423,11 @@ check() {	# check NAME COMMAND...: one PASS/FAIL line, output on failure
 """
 
 
-def boot_guest(tmp, sock, script, files=(), kargs="", timeout=240):
+def boot_guest(tmp, sock, script, files=(), kargs="", timeout=240,
+               vhost_user=False):
     """Boot the test guest against sock running script (busybox sh, after
-    GUEST_PRELUDE); returns a GuestRun. Never raises for a guest failure."""
+    GUEST_PRELUDE); returns a GuestRun. Never raises for a guest failure.
+    vhost_user: sock is a vhost-user back-end (run.sh -u)."""
     tmp = Path(tmp)
     t = tmp / "guest-test.sh"
     t.write_text(GUEST_PRELUDE + script + "\nexit $fail\n")
@@ -435,6 +437,8 @@ def boot_guest(tmp, sock, script, files=(), kargs="", timeout=240):
         cmd += ["-f", str(f)]
     if kargs:
         cmd += ["-a", kargs]
+    if vhost_user:
+        cmd.append("-u")
     cmd += [sock, str(t)]
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True,
