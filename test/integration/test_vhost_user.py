@@ -165,9 +165,19 @@ def test_random_garbage_never_crashes(vu):
             pass	# ferry closed it already: fine
         fe.close()
         assert f.alive(), f.output()
-    fe = FrontEnd(f.sock)
-    assert fe.u64(GET_FEATURES) & F_VERSION_1
-    fe.close()
+
+    def answers():
+        """A new front-end is served (until ferry has seen the last garbage
+        connection close, a new one is refused as a second front-end)."""
+        fe = FrontEnd(f.sock)
+        try:
+            return fe.u64(GET_FEATURES) & F_VERSION_1
+        except (EOFError, OSError):	# refused: reset, EOF or timeout
+            return False
+        finally:
+            fe.close()
+    wait_for(answers, 10, "a front-end served after the garbage")
+    assert f.alive(), f.output()
 
 
 def test_second_front_end_refused(vu):
