@@ -320,6 +320,10 @@ class Bench:
                        if r.get("cpu") is not None and r.get("bytes")]
                 if cpu:
                     d["cpu_s_per_gib"] = statistics.median(cpu)
+                mcpu = [r["mcpu"] / (r["bytes"] / 2**30) for r in runs
+                        if r.get("mcpu") is not None and r.get("bytes")]
+                if mcpu:
+                    d["machine_cpu_s_per_gib"] = statistics.median(mcpu)
                 if s.get("errors"):
                     d["errors"] = s["errors"]
                 per[t] = d

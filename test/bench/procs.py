@@ -103,6 +103,14 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy_seconds():
+    """CPU seconds all CPUs spent busy (user, nice, system, irq, softirq;
+    not idle, iowait or steal) since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_kib(pid):
     """VmHWM of pid in KiB, or None."""
     try:

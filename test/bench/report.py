@@ -124,6 +124,15 @@ def table(b, summary):
                 else "-" for t in b.tools]
         if any(v != "-" for v in vals):
             extra.append(["  " + row.label, "s/GiB"] + vals + ["", ""])
+    extra.append(["CPU s/GiB (whole machine)", ""] + pad + ["", ""])
+    for row in ns_rows:
+        if row.kind != "tcp":
+            continue
+        per = summary[row.id]
+        vals = [f"{per[t]['machine_cpu_s_per_gib']:.2f}"
+                if per[t].get("machine_cpu_s_per_gib") is not None else "-" for t in b.tools]
+        if any(v != "-" for v in vals):
+            extra.append(["  " + row.label, "s/GiB"] + vals + ["", ""])
     extra.append(["peak RSS (VmHWM)", "MiB"] + [_mib(b.tool_info.get(t, {}), "peak_rss_kib")
                                               for t in b.tools] + ["", ""])
     if vm_rows:
