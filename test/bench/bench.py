@@ -171,7 +171,7 @@ class Bench:
             return measure.iperf(be, row.fam, self.secs, reverse=a["reverse"], udp_rate=1e9)
         if row.kind == "udpmax":
             return measure.udp_search(be, row.fam, max(1, self.secs - 1), a["reverse"],
-                                      5e8, 4 if self.quick else 5)
+                                      5e8, 5 if self.quick else 7)
         if row.kind == "udpblast":
             return measure.udpblast(be, row.fam, self.secs, a["reverse"], self.udpblast,
                                     self.work)

@@ -23,6 +23,10 @@ import procs
 
 IPERF_PORT, SOCKPERF_PORT, PP_PORT, HTTP_PORT, BLAST_PORT = 5201, 11111, 11112, 8080, 5310
 
+# udp_search() stops bisecting once the bracket (highest rate without
+# loss, lowest with) is this narrow: 5%.
+UDP_SEARCH_STEP = 1.05
+
 NGINX_CONF = """
 daemon off;
 master_process off;
@@ -46,6 +50,23 @@ http {{
     }}
 }}
 """
+
+
+def tool_setup(script, sub):
+    """Common start of the stand-alone tools (syscalls.py, ab.py): check
+    the sandbox, make build/bench/SUB, build pingpong.c into it. Returns
+    (the directory, the pingpong binary)."""
+    if os.environ.get("FERRY_SANDBOX") != "1":
+        raise SystemExit(f"{script} must run inside test/sandbox.sh")
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    out = os.path.join(root, "build", "bench", sub)
+    os.makedirs(out, exist_ok=True)
+    pingpong = os.path.join(out, "pingpong")
+    r = procs.run(["cc", "-O2", "-o", pingpong,
+                   os.path.join(root, "test", "bench", "pingpong.c")], timeout=60)
+    if r.returncode:
+        raise SystemExit("cannot build pingpong.c: " + r.stderr)
+    return out, pingpong
 
 
 class Servers:
@@ -152,11 +173,17 @@ def iperf(be, fam, secs, streams=1, reverse=False, udp_rate=None, length=1400):
             "retrans": end.get("sum_sent", {}).get("retransmits")}
 
 
-def udp_search(be, fam, secs, reverse, start_rate, probes):
-    """Highest offered rate with < 1% loss: double until loss, then bisect."""
+def udp_search(be, fam, secs, reverse, start_rate, probes, probe=None):
+    """Highest offered rate with < 1% loss: double until loss, then bisect
+    (geometric mean of the bracket) until it is within 5% or the probes
+    are used up. probe(rate) runs one probe (default: iperf3 -u at that
+    rate); it returns iperf()'s dict."""
+    if probe is None:
+        def probe(rate):
+            return iperf(be, fam, secs, reverse=reverse, udp_rate=rate)
     lo, hi, rate, best, tried = 0.0, None, start_rate, None, []
     for _ in range(probes):
-        res = iperf(be, fam, secs, reverse=reverse, udp_rate=rate)
+        res = probe(rate)
         if res.get("value") is None:
             if best is None and not tried:
                 return res
@@ -166,7 +193,9 @@ def udp_search(be, fam, secs, reverse, start_rate, probes):
             lo, best = rate, res
         else:
             hi = rate
-        rate = rate * 2 if hi is None else (lo + hi) / 2 if lo else rate / 2
+        if hi is not None and lo and hi / lo <= UDP_SEARCH_STEP:
+            break
+        rate = rate * 2 if hi is None else (lo * hi) ** 0.5 if lo else rate / 2
     if best is None:
         return {"value": 0.0, "loss": None, "probes": tried,
                 "note": f"loss >= 1% even at {tried[-1][0]} Gbit/s"}

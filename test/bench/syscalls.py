@@ -9,6 +9,7 @@ exchange, by name:
 
   pp4, pp6    test/bench/pingpong.c, one 64-byte message in flight
               (IPv4 through the gateway, IPv6 through fe80::1)
+  sp4         sockperf ping-pong, 64 bytes (the bench's IPv4 latency row)
   keep1       wrk -c1 keep-alive against nginx (one request in flight)
   keep8       wrk -c8 keep-alive (the bench row's shape)
   close8      wrk -c8 with Connection: close (the bench row's shape)
@@ -18,11 +19,14 @@ requests). strace slows every call down, so rates under it mean nothing, and
 work that normally takes two loop iterations can fall into one (the
 reply is there before ferry looks again); the counts per exchange are
 what to compare. So each workload first runs once without strace, which
-gives ferry's sleeps (voluntary context switches: the loop's wake-ups)
+gives ferry's sleeps (voluntary context switches: the loop's wake-ups),
+preemptions (involuntary ones)
 and CPU time per exchange.
 
 Environment: FERRY_BIN (default ./ferry), SYSCALLS_TIME (seconds per
-workload, default 3), SYSCALLS_ONLY (regex on workload names).
+workload, default 3), SYSCALLS_ONLY (regex on workload names),
+SYSCALLS_TOOL=pasta (trace Debian's pasta instead, started as bench.py
+does, to compare the same workloads call by call).
 """
 import os
 import re
@@ -60,6 +64,9 @@ def workloads(be, secs, pingpong):
     return [
         ("pp4", pp + [be.server("4"), str(measure.PP_PORT), str(secs)], "pingpong"),
         ("pp6", pp + [be.server("6"), str(measure.PP_PORT), str(secs)], "pingpong"),
+        ("sp4", ["sockperf", "ping-pong", "--tcp", "-i", be.server("4"), "-p",
+                 str(measure.SOCKPERF_PORT), "-t", str(secs), "--full-rtt", "-m", "64"],
+         "sockperf"),
         ("keep1", wrk + ["-c", "1", url], "nginx"),
         ("keep8", wrk + ["-c", "8", url], "nginx"),
         ("close8", wrk + ["-c", "8", "-H", "Connection: close", url], "nginx"),
@@ -67,12 +74,15 @@ def workloads(be, secs, pingpong):
 
 
 def ctxt_switches(pid):
-    """voluntary context switches of pid (the times it slept)."""
+    """(voluntary, involuntary) context switches of pid: the times it
+    slept, and the times a task it woke (or another) preempted it."""
+    sw = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    return 0
+            k, _, v = line.partition(":")
+            if k.endswith("voluntary_ctxt_switches"):
+                sw[k] = int(v)
+    return sw.get("voluntary_ctxt_switches", 0), sw.get("nonvoluntary_ctxt_switches", 0)
 
 
 def untraced(be, name, argv, secs):
@@ -83,7 +93,8 @@ def untraced(be, name, argv, secs):
     n = exchanges(name, r.stdout)
     if not n:
         return f"no result (exit {r.returncode})"
-    return (f"untraced: exchanges {n} ({n / secs:.0f}/s), ferry sleeps {(w1 - w0) / n:.2f} "
+    return (f"untraced: exchanges {n} ({n / secs:.0f}/s), {be.name} sleeps "
+            f"{(w1[0] - w0[0]) / n:.2f}, preempted {(w1[1] - w0[1]) / n:.2f} "
             f"and CPU {(c1 - c0) * 1e6 / n:.1f} us per exchange")
 
 
@@ -91,26 +102,26 @@ def exchanges(name, out):
     if name.startswith("pp"):
         m = re.search(r"count (\d+)", out)
         return int(int(m.group(1)) / 0.9) if m else None	# + the warm-up
+    if name.startswith("sp"):
+        # the whole run (warm-up included), not the observations
+        m = re.search(r"\[Total Run\].*ReceivedMessages=(\d+)", out)
+        return int(m.group(1)) if m else None
     m = re.search(r"(\d+) requests in", out)
     return int(m.group(1)) if m else None
 
 
 def main():
-    if os.environ.get("FERRY_SANDBOX") != "1":
-        raise SystemExit("syscalls.py must run inside test/sandbox.sh")
     secs = int(os.environ.get("SYSCALLS_TIME", "3"))
     only = os.environ.get("SYSCALLS_ONLY")
-    out = os.path.join(ROOT, "build", "bench", "syscalls")
-    os.makedirs(out, exist_ok=True)
-    pingpong = os.path.join(out, "pingpong")
-    r = procs.run(["cc", "-O2", "-o", pingpong,
-                   os.path.join(ROOT, "test", "bench", "pingpong.c")], timeout=60)
-    if r.returncode:
-        raise SystemExit("cannot build pingpong.c: " + r.stderr)
+    out, pingpong = measure.tool_setup("syscalls.py", "syscalls")
     servers = measure.Servers(out, pingpong)
-    be = backends.Ferry(65520, out, os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry")))
+    if os.environ.get("SYSCALLS_TOOL", "ferry") == "pasta":
+        be = backends.Pasta(65520, out)
+    else:
+        be = backends.Ferry(65520, out,
+                            os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry")))
     be.start()
-    print(f"ferry pid {be.pid}; guest reaches the host at {be.addrs}", flush=True)
+    print(f"{be.name} pid {be.pid}; guest reaches the host at {be.addrs}", flush=True)
     for name, argv, srv in workloads(be, secs, pingpong):
         if only and not re.search(only, name):
             continue

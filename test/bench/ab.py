@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""ab.py - alternate ferry builds (and peers) on the latency rows.
+
+Run by test/bench/ab.sh inside test/sandbox.sh. On this shared 2-core
+machine the absolute latency moves by tens of percent from minute to
+minute, so a change worth a few percent only shows when the variants are
+measured in turn, round after round, and compared within each round.
+Every variant is started once (namespace mode, MTU 65520); then for each
+of ROUNDS rounds each workload runs once on each variant, in an order
+rotated every round. The report: each variant's median p50 per workload,
+and the median over the rounds of its p50 divided by the first
+variant's p50 in the same round (below 1: faster than the first).
+
+Variants (arguments), each LABEL=SPEC:
+  veth, pasta             the bench's backends (backends.py)
+  ferry:PATH[:ARG,...]    a ferry binary, with extra options (e.g.
+                          ferry:./ferry:--no-offload)
+
+Workloads (AB_ONLY: regex on the names): sp4 (sockperf ping-pong, IPv4,
+the bench's row), pp4 and pp6 (test/bench/pingpong.c). AB_ROUNDS
+(default 6), AB_TIME (seconds per run, default 2).
+"""
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import backends  # noqa: E402
+import measure  # noqa: E402
+import procs  # noqa: E402
+
+
+
+class FerryVariant(backends.Ferry):
+    """A ferry binary with extra options, in its own directory."""
+
+    def __init__(self, label, mtu, workdir, binary, extra):
+        super().__init__(mtu, os.path.join(workdir, label), binary)
+        self.extra = extra
+
+    def argv(self):
+        return super().argv() + self.extra
+
+
+def variant(label, spec, workdir):
+    if spec == "veth":
+        return backends.Veth(65520, os.path.join(workdir, label))
+    if spec == "pasta":
+        return backends.Pasta(65520, os.path.join(workdir, label))
+    parts = spec.split(":")
+    if parts[0] != "ferry" or len(parts) < 2:
+        raise SystemExit(f"ab: unknown variant {spec!r}")
+    extra = parts[2].split(",") if len(parts) > 2 and parts[2] else []
+    return FerryVariant(label, 65520, workdir, os.path.abspath(parts[1]), extra)
+
+
+def workloads(pingpong):
+    return [
+        ("sp4", "sockperf", lambda be, t: measure.sockperf(be, "4", t)),
+        ("pp4", "pingpong", lambda be, t: measure.pingpong(be, "4", t, pingpong)),
+        ("pp6", "pingpong", lambda be, t: measure.pingpong(be, "6", t, pingpong)),
+    ]
+
+
+def report(labels, res):
+    for w, per in res.items():
+        base = per[labels[0]]
+        print(f"{w}:")
+        for lab in labels:
+            vals = [v for v in per[lab] if v is not None]
+            ratios = [v / b for v, b in zip(per[lab], base) if v and b]
+            med = f"{statistics.median(vals):7.1f}" if vals else "    n/a"
+            rat = f"{statistics.median(ratios):.3f}" if ratios else "n/a"
+            runs = " ".join(f"{v:.1f}" if v else "-" for v in per[lab])
+            print(f"  {lab:12s} p50 median {med} us  x {labels[0]}: {rat}   runs {runs}")
+
+
+def main():
+    rounds = int(os.environ.get("AB_ROUNDS", "6"))
+    secs = int(os.environ.get("AB_TIME", "2"))
+    only = os.environ.get("AB_ONLY")
+    out, pingpong = measure.tool_setup("ab.py", "ab")
+    labels, bes = [], {}
+    for arg in sys.argv[1:]:
+        label, _, spec = arg.partition("=")
+        be = variant(label, spec or label, out)
+        be.start()
+        labels.append(label)
+        bes[label] = be
+    if not labels:
+        raise SystemExit("usage: ab.sh LABEL=SPEC ... (see test/bench/ab.py)")
+    servers = measure.Servers(out, pingpong)
+    wls = [w for w in workloads(pingpong) if not only or re.search(only, w[0])]
+    res = {w[0]: {lab: [] for lab in labels} for w in wls}
+    with open("/proc/loadavg") as f:
+        print("load average at start:", " ".join(f.read().split()[:3]), flush=True)
+    for rnd in range(rounds):
+        order = labels[rnd % len(labels):] + labels[:rnd % len(labels)]
+        for name, srv, fn in wls:
+            why = servers.ensure(srv)
+            if why:
+                raise SystemExit(f"{name}: {why}")
+            for lab in order:
+                v = fn(bes[lab], secs)
+                res[name][lab].append(v["value"])
+                print(f"round {rnd + 1} {name} {lab}: "
+                      f"{v['value'] if v['value'] is not None else v['error']}",
+                      file=sys.stderr, flush=True)
+    with open("/proc/loadavg") as f:
+        print("load average at end:", " ".join(f.read().split()[:3]))
+    report(labels, res)
+    for be in bes.values():
+        be.stop()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        procs.stop_all()
