@@ -128,15 +128,19 @@ static void iov_write_at(const struct iovec *iov, unsigned int n, size_t off,
 
 /* put_frame() - copy len bytes at p (header, then frame) into receive
  * chains; returns DROP_NONE, or the reason (chains given back). A
- * malformed chain is returned to the guest empty (and counted) only as
- * the first of a frame: met later, the frame starts again at it. */
+ * malformed chain (or a first one too short for the header, which holds
+ * num_buffers) is returned to the guest empty (and counted), with the
+ * chains taken before it for the same frame (their used entries must
+ * stay contiguous): the frame starts again after it. Every chain popped
+ * is consumed, so a hostile ring cannot make this loop forever. */
 static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
 				  const uint8_t *p, size_t len)
 {
 	struct vu_dev *d = c->link.vu;
 	unsigned int max = d->features & VU_F_MRG_RXBUF ? VU_MRG_MAX : 1;
+	uint16_t heads[VU_MRG_MAX];
 	struct vq_elem first, e;
-	unsigned int k = 0;
+	unsigned int k = 0, i;
 	size_t done = 0;
 	uint8_t nb[2];
 
@@ -145,14 +149,14 @@ static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
 		int r = k < max ? virtq_pop(q, &d->mem, true, cur) : 0;
 		size_t n;
 
-		if (r == -1 && !k) {
+		if (r == 1 && !k && cur->len < VNET_HLEN)
+			r = -1;		/* num_buffers must fit in it */
+		if (r == -1) {		/* return it and the frame's so far */
+			q->used_idx = (uint16_t)(q->used_idx - k);
+			for (i = 0; i < k; i++)
+				virtq_push(q, heads[i], 0);
 			virtq_push(q, cur->head, 0);
 			drop(c, DROP_VU_CHAIN);
-			continue;
-		}
-		if (r == -1) {		/* start again at the bad chain */
-			q->used_idx = (uint16_t)(q->used_idx - k);
-			virtq_unpop(q, k + 1);
 			k = 0;
 			done = 0;
 			continue;
@@ -161,8 +165,8 @@ static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
 			goto undo;
 		n = iov_copy_in(cur->iov, cur->niov, p + done, len - done);
 		virtq_push(q, cur->head, (uint32_t)n);
+		heads[k++] = cur->head;
 		done += n;
-		k++;
 	}
 	nb[0] = (uint8_t)k;
 	nb[1] = (uint8_t)(k >> 8);
