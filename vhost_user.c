@@ -338,6 +338,10 @@ static int vu_set_vring_num(struct ctx *c, struct vu_msg *m)
 	if (!q || !num || num > VQ_NUM_MAX || (num & (num - 1)))
 		return VU_R_PROTO;
 	q->num = (uint16_t)num;
+	/* Rings mapped for the old size: check them again (a failure only
+	 * unmaps them, SET_VRING_ADDR may follow). */
+	if (q->addr_set)
+		virtq_map(q, &c->link.vu->mem);
 	return 0;
 }
 

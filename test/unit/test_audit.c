@@ -132,3 +132,38 @@ TEST(audit_vu_first_chain_shorter_than_header)
 	vu_ctx_free(c);
 	free(host);
 }
+
+/* vu_send() - hand ferry one control message (no reply asked). */
+static int vu_send(struct ctx *c, uint32_t req, uint32_t index, uint32_t num)
+{
+	static struct vu_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.request = req;
+	m.flags = VU_VERSION;
+	m.size = 8;
+	m.p.state.index = index;
+	m.p.state.num = num;
+	return vu_msg_handle(c, &m);
+}
+
+/* SET_VRING_NUM after SET_VRING_ADDR: the rings were checked for the
+ * old size only; a larger one must not reach past the memory table. */
+TEST(audit_vu_vring_num_after_addr_rechecked)
+{
+	uint8_t *host = calloc(1, A_SIZE);
+	struct ctx *c = vu_ctx(host);
+	struct virtq *q = &c->link.vu->vq[VU_RXQ];
+
+	q->desc_uva = A_UVA + A_SIZE - 0x3000;
+	q->avail_uva = A_UVA + A_SIZE - 0x2000;
+	q->used_uva = A_UVA + A_SIZE - 0x1000;
+	CHECK(virtq_map(q, &c->link.vu->mem));
+	CHECK_EQ(vu_send(c, VU_SET_VRING_NUM, VU_RXQ, 8192), 0);
+	CHECK(!virtq_ready(q));
+	CHECK(!q->desc && !q->avail && !q->used);
+	CHECK_EQ(vu_send(c, VU_SET_VRING_NUM, VU_RXQ, 16), 0);
+	CHECK(virtq_ready(q));			/* fits again */
+	vu_ctx_free(c);
+	free(host);
+}
