@@ -161,7 +161,9 @@ static bool h_path(struct conf *c, struct pstate *ps, const struct opt *o,
 static bool h_ifname(struct conf *c, struct pstate *ps, const struct opt *o,
 		     const char *arg)
 {
-	if (strchr(arg, '/') || strpbrk(arg, " \t\n"))
+	/* What the kernel refuses too (dev_valid_name()) */
+	if (strpbrk(arg, "/: \t\n") || !strcmp(arg, ".") ||
+	    !strcmp(arg, ".."))
 		return bad(ps, "'%s' is not a valid interface name", arg);
 	return copy_str(ps, FIELD(c, o->off, char), IFNAMSIZ, arg,
 			"interface name");

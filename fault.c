@@ -24,6 +24,8 @@
  */
 #ifdef FERRY_TEST
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +76,9 @@ static bool parse_item(struct fault_conf *f, char *item, char *err,
 	if (!strcmp(key, "seed") && key == item) {
 		char *end;
 
+		errno = 0;
 		f->seed = strtoull(eq + 1, &end, 0);
-		if (!eq[1] || *end) {
+		if (!isdigit((unsigned char)eq[1]) || *end || errno) {
 			snprintf(err, errlen, "bad seed '%s'", eq + 1);
 			return false;
 		}

@@ -77,6 +77,11 @@ def test_unknown_option_named():
     (["ns", "--log-size", "12"], ["--log-size", "'12'"]),
     (["ns", "--runas", "no-such-user-zz"], ["--runas", "no-such-user-zz"]),
     (["ns", "--hostname", "bad\nname"], ["--hostname", "bad?name"]),
+    (["ns", "-I", "."], ["-I", "'.'"]),
+    (["ns", "--outbound-if6", ".."], ["--outbound-if6", "'..'"]),
+    (["vm", "-i", "eth0:1"], ["-i", "'eth0:1'"]),
+    (["ns", "--fault", "seed=99999999999999999999999"], ["--fault", "seed"]),
+    (["ns", "--fault", "seed=-1"], ["--fault", "seed"]),
 ])
 def test_bad_value_one_line_exit_1(args, parts):
     one_error_line(ferry(*args), *parts)
@@ -189,3 +194,36 @@ def test_random_values_never_crash():
         assert r.returncode in (0, 1), (mode, args, r.stderr)
         if r.returncode == 1:
             one_error_line(r)
+
+
+def value_options():
+    """(name, modes) of every option in conf.c's table that takes a value
+    (h_ignore ones accept anything: left out)."""
+    src = (ROOT / "conf.c").read_text()
+    body = src[src.index("static const struct opt opts[]"):]
+    body = body[:body.index("};")]
+    opts = re.findall(r'\{\s*"([a-z0-9-]+)",\s*(?:\'.\'|0),\s*"[^"]*",\s*'
+                      r'(M_[A-Z]+),\s*(h_[a-z0-9_]+)', body)
+    assert len(opts) > 30, "option table not found in conf.c"
+    return [(n, m) for n, m, h in opts if h != "h_ignore"]
+
+
+def test_every_value_option_refuses_malformed():
+    """Each option taking a value, in every mode it belongs to: an empty
+    value, and for numbers a sign, an overflow and a garbage suffix, give
+    one line naming the option and exit status 1 (--help after it would
+    exit 0 had the value been taken)."""
+    numeric = {"mtu", "fd", "log-size", "netmask"}
+    modes_of = {"M_ALL": ("ns", "vm"), "M_NS": ("ns",), "M_VM": ("vm",)}
+    seen = 0
+    for name, modes in value_options():
+        vals = [""]
+        if name in numeric:
+            vals += ["-1", "+5", "99999999999999999999999", "12abc", "0x10"]
+        for mode in modes_of[modes]:
+            for v in vals:
+                r = ferry(mode, "--" + name, v, "--help")
+                assert "Sanitizer" not in r.stderr, (name, v, r.stderr)
+                one_error_line(r, "--" + name)
+                seen += 1
+    assert seen > 60
