@@ -422,6 +422,7 @@ static int vu_set_vring_kick(struct ctx *c, struct vu_msg *m)
 	if ((rc = take_fd(m, &q->kick_fd)))
 		return rc;
 	q->started = true;
+	q->broken = false;	/* a new start (say, after a guest reboot) */
 	if (!(c->link.vu->features & VU_F_PROTOCOL_FEATURES))
 		q->enabled = true;
 	if (idx == VU_TXQ) {

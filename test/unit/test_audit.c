@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 
 #include "ferry.h"
@@ -164,6 +165,43 @@ TEST(audit_vu_vring_num_after_addr_rechecked)
 	CHECK(!q->desc && !q->avail && !q->used);
 	CHECK_EQ(vu_send(c, VU_SET_VRING_NUM, VU_RXQ, 16), 0);
 	CHECK(virtq_ready(q));			/* fits again */
+	vu_ctx_free(c);
+	free(host);
+}
+
+/* A ring found broken (a guest that moved avail->idx too far) works again
+ * once the front-end starts it anew (GET_VRING_BASE, SET_VRING_KICK), as
+ * qemu does when the guest's driver resets: before, it stayed dead until
+ * the front-end reconnected. */
+TEST(audit_vu_broken_ring_restarts)
+{
+	uint8_t *host = calloc(1, A_SIZE);
+	struct ctx *c = vu_ctx(host);
+	struct virtq *q = &c->link.vu->vq[VU_RXQ];
+	static struct vu_msg m;
+
+	q->avail->idx = A_NUM + 1;
+	rx_chain(q, 0, 2048, VQ_DESC_F_WRITE);
+	vu_flush_one(c, 60);
+	CHECK(q->broken);
+	CHECK_EQ(c->stats.drops[DROP_VU_RING], 1);
+	vu_send(c, VU_GET_VRING_BASE, VU_RXQ, 0);	/* (no socket to reply) */
+	CHECK(!q->started);
+	memset(&m, 0, sizeof(m));
+	m.request = VU_SET_VRING_KICK;
+	m.flags = VU_VERSION;
+	m.size = 8;
+	m.p.u64 = VU_RXQ;
+	m.fds[0] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	m.nfds = 1;
+	CHECK_EQ(vu_msg_handle(c, &m), 0);
+	CHECK(!q->broken && virtq_ready(q));
+	q->avail->idx = q->last_avail;		/* the guest starts afresh */
+	rx_chain(q, 1, 2048, VQ_DESC_F_WRITE);
+	vu_flush_one(c, 60);
+	CHECK_EQ(q->used->ring[(q->used_idx - 1) & (A_NUM - 1)].id, 1);
+	close(q->kick_fd);
+	q->kick_fd = -1;
 	vu_ctx_free(c);
 	free(host);
 }
