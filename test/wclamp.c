@@ -6,11 +6,13 @@
  *        -m MTU  set the loopback MTU of the private namespace (default: leave 65536)
  *        -n      do not create a user+network namespace (caller already did
  *                `unshare -Urn`); loopback is still brought up
- *        -t LIST run only these question groups (digits, default 1234578):
+ *        -t LIST run only these question groups (digits, default 12345789):
  *                1 shrink/re-expand, 2 queue bound, 3 zero window (default
  *                buffers, with the plain-recv control of Q6), 4 persistence,
  *                5 minimum clamp and throughput, 7 zero window in the seed
- *                buffer shapes, 8 ferry-style forwarding loop
+ *                buffer shapes, 8 ferry-style forwarding loop, 9 a "stop"
+ *                clamp below one segment while the receiver pauses, and
+ *                the sender's return when it is raised
  *        -v      verbose: print per-step details on stderr
  * Exit:  0  "MSG_TRUNC + TCP_WINDOW_CLAMP re-set re-opens a zero window" held in
  *           every buffer shape tested (window open within 200 ms, data flows)
@@ -1108,6 +1110,223 @@ static void q_ferry_loop(void)
 	       stall_none, stall_raw, stall_floor);
 }
 
+/* ------------------------------------------------------------------ */
+/* Q9: a "stop" clamp below one segment while the receiver pauses      */
+
+#define STOP_WARM_MS	300	/* unclamped streaming before the pause */
+#define STOP_RESUME_MS	1500	/* observation after the resume */
+#define STOP_SLOT_US	10000	/* rate slots after the resume */
+#define STOP_SETTLE_MS	2000	/* deadline for the pause's first arrivals */
+#define STOP_RAMP_BYTES	(16 * MiB)	/* "back at speed" after the resume */
+
+/* struct stcfg - one stop/resume scenario */
+struct stcfg {
+	const char *name;
+	long clamp;		/* stop clamp set at the pause, 0: none */
+	int fill_first;		/* pause until a real zero window, then clamp */
+	int pause_ms;
+};
+
+/* struct stres - what a stop/resume scenario observed */
+struct stres {
+	long q0, q1;		/* queue once settled, at the pause's end */
+	double settle_ms;	/* time to settle (no arrival for 100 ms) */
+	int arrivals;		/* growth events of the queue after 50 ms */
+	long amin, amax;	/* their sizes */
+	double aivl_ms;		/* mean interval between them */
+	uint32_t mss_end;	/* receiver tcpi_rcv_mss at the end of the pause */
+	uint32_t ssth_end;	/* receiver tcpi_rcv_ssthresh then */
+	unsigned int backoff;	/* sender tcpi_backoff then */
+	unsigned int probes;	/* sender tcpi_probes then */
+	uint32_t ssth_res;	/* receiver rcv_ssthresh right after the resume */
+	int64_t first_us;	/* resume to the first new byte, -1: never */
+	int64_t rate_us;	/* resume to STOP_RAMP_BYTES received */
+	double warm_mbps;
+	double best_mbps;	/* best 50 ms window after the resume */
+};
+
+/* stop_pause() - the pause of @c on @p: stop consuming, keep the sender
+ * pumping, set the stop clamp (after a real zero window with fill_first),
+ * and watch the receiver's queue grow for the pause */
+static void stop_pause(struct pair *p, const struct stcfg *c, struct stres *r)
+{
+	int64_t t0, t, last_arr = 0, ivl = 0;
+	long last;
+	struct ti s, q;
+
+	if (c->fill_first && fill_zero(p) < 0)
+		vlog("  stop: no zero window before the clamp\n");
+	if (c->clamp && clamp_set(p->rcv, c->clamp))
+		die("setsockopt(TCP_WINDOW_CLAMP, %ld) at the pause", c->clamp);
+	/* Settle: the right edge advertised before the clamp is never taken
+	 * back, so what it admits arrives first; growth counts from the
+	 * first 100 ms without an arrival (deadline STOP_SETTLE_MS). */
+	t0 = last_arr = now_us();
+	last = sock_q(p->rcv, SIOCINQ);
+	while ((t = now_us()) < t0 + STOP_SETTLE_MS * 1000L &&
+	       t < last_arr + 100000) {
+		long inq;
+
+		pump(p->snd, LONG_MAX);
+		if ((inq = sock_q(p->rcv, SIOCINQ)) != last)
+			last_arr = t;
+		last = inq;
+		tick();
+	}
+	r->settle_ms = (t - t0) / 1000.0;
+	r->q0 = last;
+	last_arr = 0;
+	t0 = now_us();
+	r->amin = LONG_MAX;
+	while ((t = now_us()) < t0 + c->pause_ms * 1000L) {
+		long inq;
+
+		pump(p->snd, LONG_MAX);
+		inq = sock_q(p->rcv, SIOCINQ);
+		if (inq > last) {
+			r->arrivals++;
+			r->amin = MIN(r->amin, inq - last);
+			r->amax = MAX(r->amax, inq - last);
+			if (last_arr)
+				ivl += t - last_arr;
+			last_arr = t;
+		}
+		last = inq;
+		tick();
+	}
+	r->q1 = last;
+	if (r->arrivals > 1)
+		r->aivl_ms = ivl / 1000.0 / (r->arrivals - 1);
+	if (!r->arrivals)
+		r->amin = 0;
+	ti_get(p->rcv, &q);
+	ti_get(p->snd, &s);
+	r->mss_end = q.i.tcpi_rcv_mss;
+	r->ssth_end = q.i.tcpi_rcv_ssthresh;
+	r->backoff = s.i.tcpi_backoff;
+	r->probes = s.i.tcpi_probes;
+}
+
+/* stop_resume() - the resume, as ferry does it: consume everything
+ * (MSG_TRUNC), then raise the clamp; then stream and time the first new
+ * byte and STOP_RAMP_BYTES (at GB/s a few ms once the window is open:
+ * a rate comparison is too noisy on a shared machine); the best 50 ms
+ * window's rate is kept for the table */
+static void stop_resume(struct pair *p, struct stres *r)
+{
+	long slots[STOP_RESUME_MS * 1000L / STOP_SLOT_US] = { 0 };
+	size_t ns = sizeof(slots) / sizeof(slots[0]), i, w = 50000 / STOP_SLOT_US;
+	long got = 0;
+	int64_t t0, t;
+	uint64_t rx0;
+	struct ti q;
+
+	ti_get(p->rcv, &q);
+	rx0 = q.i.tcpi_bytes_received;
+	t0 = now_us();
+	while (consume(p->rcv, HOW_TRUNC, LONG_MAX) > 0)
+		;
+	if (clamp_set(p->rcv, 64 * MiB))
+		die("setsockopt(TCP_WINDOW_CLAMP) at the resume");
+	ti_get(p->rcv, &q);
+	r->ssth_res = q.i.tcpi_rcv_ssthresh;
+	r->first_us = r->rate_us = -1;
+	while ((t = now_us()) < t0 + STOP_RESUME_MS * 1000L) {
+		long n;
+
+		pump(p->snd, LONG_MAX);
+		n = consume(p->rcv, HOW_TRUNC, LONG_MAX);
+		slots[MIN((size_t)((t - t0) / STOP_SLOT_US), ns - 1)] += n;
+		if (r->first_us < 0) {
+			ti_get(p->rcv, &q);
+			if (q.i.tcpi_bytes_received > rx0)
+				r->first_us = t - t0;
+		}
+		if (!n)
+			tick();
+	}
+	for (i = 0; i < ns && r->rate_us < 0; i++) {
+		got += slots[i];
+		if (got >= STOP_RAMP_BYTES)
+			r->rate_us = (int64_t)(i + 1) * STOP_SLOT_US;
+	}
+	for (i = 0; i + w <= ns; i++) {
+		long sum = 0;
+		size_t j;
+
+		for (j = i; j < i + w; j++)
+			sum += slots[j];
+		r->best_mbps = MAX(r->best_mbps, sum / (double)(w * STOP_SLOT_US));
+	}
+}
+
+/* stop_run() - one scenario: warm up, pause with the stop clamp, resume */
+static void stop_run(const struct stcfg *c, struct stres *r)
+{
+	struct sstat w;
+	struct pair p;
+
+	memset(r, 0, sizeof(*r));
+	pair_open(&shape_default, &p);
+	stream(&p, STOP_WARM_MS, 0, HOW_TRUNC, 0, &w);
+	r->warm_mbps = w.mbps;
+	stop_pause(&p, c, r);
+	stop_resume(&p, r);
+	pair_close(&p);
+}
+
+/* q_stop() - Q9: can a clamp below one segment hold a paused receiver's
+ * queue, and how fast does the sender come back when it is raised? */
+static void q_stop(void)
+{
+	long seg = g_mss, unit, third, below;
+	struct stcfg sc[8];
+	struct pair p;
+	struct ti t;
+	size_t i, n = 0;
+	char b1[32], b2[32];
+
+	pair_open(&shape_default, &p);
+	ti_get(p.rcv, &t);
+	pair_close(&p);
+	unit = 1L << t.i.tcpi_rcv_wscale;
+	third = ((seg + 40) / 3 + unit) / unit * unit;
+	below = (seg - 40) / unit * unit;
+	printf("\n== Q9: stop clamp while the receiver pauses, then resume ==\n"
+	       "segment %ld, window scale unit %ld; pause: no reads, sender keeps"
+	       " writing; resume: MSG_TRUNC everything, clamp 64 MiB\n", seg, unit);
+	sc[n++] = (struct stcfg){ "no clamp (buffer fills)", 0, 0, 1000 };
+	sc[n++] = (struct stcfg){ "kernel minimum", 1152, 0, 1000 };
+	if (third < below)
+		sc[n++] = (struct stcfg){ "a third of a segment", third, 0, 1000 };
+	if (below >= 1152)
+		sc[n++] = (struct stcfg){ "just below a segment", below, 0, 1000 };
+	sc[n++] = (struct stcfg){ "one segment", seg, 0, 1000 };
+	if (third < below) {
+		sc[n++] = (struct stcfg){ "a third, 5 s pause", third, 0, 5000 };
+		sc[n++] = (struct stcfg){ "a third, set at zero window", third, 1, 1000 };
+	}
+	printf("%-28s %8s | %7s %9s %9s %4s %13s %6s | %6s %8s %2s | %8s %10s %10s %11s\n",
+	       "scenario", "clamp", "settle", "queue", "growth", "arr", "sizes",
+	       "ivl ms", "rcvmss", "ssthresh", "bo", "ssth res", "1st byte",
+	       "16 MiB", "MB/s w/r");
+	for (i = 0; i < n; i++) {
+		struct stres r;
+
+		stop_run(&sc[i], &r);
+		printf("%-28s %8ld | %5.0fms %9ld %9ld %4d %6ld-%-6ld %6.1f | %6u %8u %2u | %8u %10s %10s %5.0f/%-5.0f\n",
+		       sc[i].name, sc[i].clamp, r.settle_ms, r.q0, r.q1 - r.q0,
+		       r.arrivals, r.amin, r.amax, r.aivl_ms, r.mss_end, r.ssth_end,
+		       r.backoff, r.ssth_res, fmt_us(b1, sizeof(b1), r.first_us),
+		       fmt_us(b2, sizeof(b2), r.rate_us), r.warm_mbps, r.best_mbps);
+		printf("RESULT stop clamp=%ld fill_first=%d pause_ms=%d growth=%ld arrivals=%d"
+		       " probe_ivl_ms=%.1f rcv_mss=%u backoff=%u probes=%u first_byte_us=%lld ramp16m_us=%lld\n",
+		       sc[i].clamp, sc[i].fill_first, sc[i].pause_ms, r.q1 - r.q0,
+		       r.arrivals, r.aivl_ms, r.mss_end, r.backoff, r.probes,
+		       (long long)r.first_us, (long long)r.rate_us);
+	}
+}
+
 /* probe_mss() - MSS the sender uses on this loopback */
 static long probe_mss(void)
 {
@@ -1125,7 +1344,7 @@ int main(int argc, char **argv)
 {
 	struct utsname u;
 	int opt, mtu = 0, noisolate = 0;
-	const char *only = "1234578";
+	const char *only = "12345789";
 	time_t now = time(NULL);
 
 	while ((opt = getopt(argc, argv, "m:nt:v")) != -1) {
@@ -1166,6 +1385,8 @@ int main(int argc, char **argv)
 		q_shapes();
 	if (strchr(only, '8'))
 		q_ferry_loop();
+	if (strchr(only, '9'))
+		q_stop();
 
 	if (strchr(only, '3') || strchr(only, '7')) {
 		printf("\nRESULT trunc_sends_window_update=%s\n", g_trunc_updates ? "yes" : "no");
