@@ -120,27 +120,19 @@ void tcp_init(struct ctx *c)
 						     : "not supported");
 }
 
-void tcp_events_update(struct ctx *c, struct flow *fl)
+/* tcp_events_want() - the socket events the connection acts on in its
+ * present state (EPOLLERR and EPOLLHUP always count). */
+static uint32_t tcp_events_want(const struct tcp_conn *conn)
 {
-	struct tcp_conn *conn = conn_of(fl);
-	union eref ref = { .type = EREF_TCP, .idx = flow_idx(&c->flows, fl) };
 	uint32_t want = 0;
 
-	if (conn->sock < 0 || (conn->flags & TCP_C_NO_EP))
-		return;
-	if ((conn->flags & TCP_C_SOCK_EOF) && (conn->flags & TCP_C_SHUT_WR)) {
-		/* Nothing more can come from the socket, and EPOLLHUP would
-		 * fire on every wait: the guest's ACKs drive the rest. */
-		ep_del(c, conn->sock);
-		conn->flags |= TCP_C_NO_EP;
-		return;
-	}
-	if (conn->state == TCP_CS_CONNECTING) {
-		want = EPOLLOUT;
-	} else if (conn->state == TCP_CS_SYNACK_SENT) {
-		/* Data (or EOF) the peer sends before the guest completes the
-		 * handshake wakes us once (EPOLLET), and is sent when it does;
-		 * registering it now saves a change at the handshake. */
+	if ((conn->flags & TCP_C_SOCK_EOF) && (conn->flags & TCP_C_SHUT_WR))
+		return 0;	/* the guest's ACKs drive the rest */
+	if (conn->state == TCP_CS_CONNECTING)
+		return EPOLLOUT;
+	if (conn->state == TCP_CS_SYNACK_SENT) {
+		/* Data (or EOF) the peer sends before the guest completes
+		 * the handshake is read when it does (TCP_C_TX_NOW). */
 		if (!(conn->flags & TCP_C_SOCK_EOF))
 			want = EPOLLRDHUP | EPOLLIN;
 	} else if (conn->state == TCP_CS_ESTABLISHED) {
@@ -153,24 +145,66 @@ void tcp_events_update(struct ctx *c, struct flow *fl)
 		    !(conn->flags & TCP_C_SHUT_WR))
 			want |= EPOLLOUT;
 	}
-	/* Edge-triggered: data ferry peeked at stays in the socket until the
-	 * guest acknowledges it, so a level-triggered EPOLLIN would fire on
-	 * every wait in between (a busy loop for the whole round trip). With
-	 * EPOLLET each arrival of new data wakes the loop once; whoever stops
-	 * reading with data left behind re-arms (tcp_events_rearm()) or waits
-	 * for the guest's ACK (TCP_C_STALLED, then TCP_C_TX_NOW). */
-	if (want)
-		want |= EPOLLET;
-	if (want == conn->ev)
+	return want;
+}
+
+/* tcp_ep_add() - register a new connection's socket, once for its life:
+ * every event it may ever want, edge-triggered. Returns 0 or -errno. */
+int tcp_ep_add(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	union eref ref = { .type = EREF_TCP, .idx = flow_idx(&c->flows, fl) };
+
+	conn->ev = tcp_events_want(conn);
+	return ep_add(c, conn->sock, TCP_EP_EVENTS, ref);
+}
+
+/* Connection-rate cost: one epoll_ctl() per connection. The socket is
+ * registered once (tcp_ep_add()) with every event it may ever want,
+ * edge-triggered, and conn->ev holds the events the connection acts on
+ * now (tcp_events_want()); tcp_sock_handler() drops the others. No
+ * EPOLL_CTL_MOD per state change and no EPOLL_CTL_DEL: close() ends the
+ * registration (a TCP socket's fd is never shared: ferry forks only at
+ * start-up, its ns_call() helpers share the fd table). Edge-triggered,
+ * an event nobody wants costs at most one report per wake-up of the
+ * socket (new data, a state change, room after a full buffer), never a
+ * busy loop.
+ *
+ * Edge-triggered also means: data ferry peeked at stays in the socket
+ * until the guest acknowledges it, so a level-triggered EPOLLIN would fire
+ * on every wait in between (a busy loop for the whole round trip). With
+ * EPOLLET each arrival of new data wakes the loop once; whoever stops
+ * reading with data left behind re-arms (tcp_events_rearm()) or waits for
+ * the guest's ACK (TCP_C_STALLED, then TCP_C_TX_NOW).
+ *
+ * The one change that needs a system call: EPOLLOUT newly wanted. The
+ * kernel only signals room in the send buffer after a write found it full
+ * or a poll found it not writable; the window can be low (SO_MEMINFO)
+ * without either, so EPOLL_CTL_MOD polls the socket once (reported at
+ * once if writable already). */
+void tcp_events_update(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t want;
+
+	if (conn->sock < 0)
 		return;
+	want = tcp_events_want(conn);
+	if ((want & EPOLLOUT) && !(conn->ev & EPOLLOUT)) {
+		conn->ev = want;
+		tcp_events_rearm(c, fl);
+		return;
+	}
 	conn->ev = want;
-	ep_mod(c, conn->sock, want, ref);
 }
 
 void tcp_events_rearm(struct ctx *c, struct flow *fl)
 {
-	conn_of(fl)->ev = 0;	/* EPOLL_CTL_MOD polls the socket again */
-	tcp_events_update(c, fl);
+	struct tcp_conn *conn = conn_of(fl);
+	union eref ref = { .type = EREF_TCP, .idx = flow_idx(&c->flows, fl) };
+
+	if (conn->sock >= 0)	/* EPOLL_CTL_MOD polls the socket again */
+		ep_mod(c, conn->sock, TCP_EP_EVENTS, ref);
 }
 
 void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)
@@ -184,9 +218,7 @@ void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)
 			setsockopt(conn->sock, SOL_SOCKET, SO_LINGER, &l,
 				   sizeof(l));
 		}
-		if (!(conn->flags & TCP_C_NO_EP))
-			ep_del(c, conn->sock);
-		close(conn->sock);
+		close(conn->sock);	/* also ends the epoll registration */
 		conn->sock = -1;
 	}
 	tcp_ooo_release(c->tcp.ooo, conn);
@@ -238,29 +270,15 @@ static uint32_t tcp_frame_from_guest(const struct ctx *c,
 	return c->link.rx_tso ? TCP_GUEST_TSO_BYTES : tcp_mss_from_guest(c, fl);
 }
 
-/* tcp_wnd_refresh() - recompute the window offered to the guest from the
- * socket's free send-buffer space. Returns true when it grew from a low
- * value, i.e. the guest should hear about it now. */
-static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
+/* tcp_wnd_set() - the window offered to the guest for free_ bytes of
+ * free send-buffer space (conn->sndbuf set). Returns true when it grew
+ * from a low value, i.e. the guest should hear about it now. */
+static bool tcp_wnd_set(struct ctx *c, struct flow *fl, uint32_t free_)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
-	socklen_t len = sizeof(mi);
-	uint32_t old = conn->wnd_to_guest, free_ = 0, low;
+	uint32_t old = conn->wnd_to_guest, low;
 	bool was_low = conn->flags & TCP_C_WND_LOW;
 
-	(void)c;
-	if (conn->flags & TCP_C_SHUT_WR) {
-		conn->wnd_to_guest = 0;
-		return false;
-	}
-	if (!getsockopt(conn->sock, SOL_SOCKET, SO_MEMINFO, mi, &len) &&
-	    len >= sizeof(uint32_t) * (SK_MEMINFO_WMEM_QUEUED + 1)) {
-		conn->sndbuf = mi[SK_MEMINFO_SNDBUF];
-		if (mi[SK_MEMINFO_SNDBUF] > mi[SK_MEMINFO_WMEM_QUEUED])
-			free_ = mi[SK_MEMINFO_SNDBUF] -
-				mi[SK_MEMINFO_WMEM_QUEUED];
-	}
 	/* Queued memory counts skb overhead: offer 3/4 of it as payload. */
 	conn->wnd_to_guest = MIN(free_ / 4 * 3, 65535u << TCP_WS_TO_GUEST);
 	/* A tap device drops frames beyond its queue (500): keep a window's
@@ -280,6 +298,70 @@ static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
 	else
 		conn->flags &= (uint16_t)~(TCP_C_WND_LOW | TCP_C_WANT_OUT);
 	return was_low && conn->wnd_to_guest > old;
+}
+
+/* tcp_wnd_refresh() - recompute the window offered to the guest from the
+ * socket's free send-buffer space (SO_MEMINFO). Returns tcp_wnd_set()'s
+ * answer. */
+static bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+	socklen_t len = sizeof(mi);
+	uint32_t free_ = 0;
+
+	if (conn->flags & TCP_C_SHUT_WR) {
+		conn->wnd_to_guest = 0;
+		return false;
+	}
+	if (!getsockopt(conn->sock, SOL_SOCKET, SO_MEMINFO, mi, &len) &&
+	    len >= sizeof(uint32_t) * (SK_MEMINFO_WMEM_QUEUED + 1)) {
+		conn->sndbuf = mi[SK_MEMINFO_SNDBUF];
+		if (mi[SK_MEMINFO_SNDBUF] > mi[SK_MEMINFO_WMEM_QUEUED])
+			free_ = mi[SK_MEMINFO_SNDBUF] -
+				mi[SK_MEMINFO_WMEM_QUEUED];
+	}
+	return tcp_wnd_set(c, fl, free_);
+}
+
+/* tcp_wnd_first() - the window of a just-connected socket, for the
+ * SYN-ACK and the first batches: its send buffer is empty, and its size
+ * (the kernel sizes it from the path's MSS when the connection is
+ * established) is the one the last connection with the same MSS measured:
+ * no SO_MEMINFO per connection. The guess only has to be close: the
+ * window is measured again once the guest filled an eighth of it
+ * (tcp_wnd_update()), and a write the socket refuses is not acknowledged
+ * (the guest retransmits). */
+static void tcp_wnd_first(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	struct tcp_state *ts = &c->tcp;
+
+	if (!ts->sndbuf_first || ts->sndbuf_first_mss != conn->mss_host) {
+		tcp_wnd_refresh(c, fl);
+		ts->sndbuf_first = conn->sndbuf;
+		ts->sndbuf_first_mss = conn->mss_host;
+		return;
+	}
+	conn->sndbuf = ts->sndbuf_first;
+	tcp_wnd_set(c, fl, ts->sndbuf_first);
+}
+
+/* tcp_sock_mss() - a connected socket's segment sizes, with one TCP_INFO:
+ * the path's (mss_host, what TCP_MAXSEG reads) and the one we advertised
+ * to the peer (mss_peer, for the window clamp in tcp_tx.c). */
+void tcp_sock_mss(struct tcp_conn *conn)
+{
+	struct tcp_info ti;
+	socklen_t sl = sizeof(ti);
+
+	if (getsockopt(conn->sock, IPPROTO_TCP, TCP_INFO, &ti, &sl) ||
+	    sl < offsetof(struct tcp_info, tcpi_advmss) + sizeof(ti.tcpi_advmss))
+		return;
+	if (ti.tcpi_snd_mss)
+		conn->mss_host = (uint16_t)MIN(ti.tcpi_snd_mss, 65535u);
+	if (ti.tcpi_advmss)
+		conn->mss_peer = ti.tcpi_advmss;
 }
 
 /* tcp_wnd_update() - the window to the guest at the end of a batch, from
@@ -388,7 +470,6 @@ void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
 static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 				      const struct flow_key *k)
 {
-	union eref ref = { .type = EREF_TCP };
 	union inany dst = k->b;
 	struct tcp_conn *conn;
 	struct flow *fl;
@@ -419,9 +500,7 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 	conn->seq_to_guest = seq_add(conn->isn_to_guest, 1);
 	conn->seq_acked_by_guest = conn->seq_to_guest;
 	conn->last_ms = tcp_now_ms(c);
-	conn->ev = EPOLLOUT;
-	ref.idx = flow_idx(&c->flows, fl);
-	if (ep_add(c, s, EPOLLOUT, ref)) {
+	if (tcp_ep_add(c, fl)) {
 		tcp_rst_reply(c, p);
 		tcp_conn_close(c, fl, true);
 		return DROP_SOCKET_ERROR;
@@ -436,7 +515,7 @@ static void tcp_connect_done(struct ctx *c, struct flow *fl, uint32_t events)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	socklen_t sl = sizeof(int);
-	int err = 0, mss = 0;
+	int err = 0;
 
 	/* A non-blocking connect() reports EPOLLOUT alone once connected,
 	 * EPOLLERR/EPOLLHUP when it failed. */
@@ -453,12 +532,9 @@ static void tcp_connect_done(struct ctx *c, struct flow *fl, uint32_t events)
 		tcp_reset_both(c, fl);
 		return;
 	}
-	sl = sizeof(mss);
-	if (!getsockopt(conn->sock, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) &&
-	    mss > 0)
-		conn->mss_host = (uint16_t)MIN(mss, 65535);
+	tcp_sock_mss(conn);
 	conn->state = TCP_CS_SYNACK_SENT;
-	tcp_wnd_refresh(c, fl);
+	tcp_wnd_first(c, fl);
 	tcp_send_flags(c, fl, TCP_F_SYN | TCP_F_ACK);
 	conn->retries = 0;
 	tcp_timer_set(c, conn, TCP_SYN_RTO_MS);
@@ -860,7 +936,10 @@ static bool tcp_conn_finished(struct ctx *c, struct flow *fl)
 
 	if (!(conn->flags & TCP_C_SHUT_WR) || !(conn->flags & TCP_C_FIN_ACKED))
 		return false;
-	tcp_consume(c, fl);	/* unread data would make close() reset */
+	/* Unread data would make close() reset: drop what the guest
+	 * acknowledged (all there is), without tcp_consume()'s clamp. */
+	if (conn->consume)
+		recv(conn->sock, NULL, conn->consume, MSG_TRUNC | MSG_DONTWAIT);
 	tcp_conn_close(c, fl, false);
 	return true;
 }
@@ -921,7 +1000,7 @@ void tcp_input_done(struct ctx *c)
 	c->tcp.pend_n = 0;
 }
 
-/* tcp_sock_error() - EPOLLERR/EPOLLHUP on an established socket. Returns
+/* tcp_sock_error() - EPOLLERR/EPOLLHUP on a connected socket. Returns
  * true when the connection was reset and freed. */
 static bool tcp_sock_error(struct ctx *c, struct flow *fl, uint32_t events)
 {
@@ -929,14 +1008,13 @@ static bool tcp_sock_error(struct ctx *c, struct flow *fl, uint32_t events)
 	socklen_t sl = sizeof(int);
 	int err = 0;
 
-	getsockopt(conn->sock, SOL_SOCKET, SO_ERROR, &err, &sl);
-	if (!err && !(events & EPOLLERR)) {
-		/* Orderly hang-up: nothing more will come, and EPOLLHUP
-		 * cannot be masked: the guest's ACKs drive the rest. */
-		conn->flags |= TCP_C_SOCK_EOF | TCP_C_NO_EP;
-		ep_del(c, conn->sock);
+	if (!(events & EPOLLERR)) {
+		/* Orderly hang-up (both directions shut; EPOLLERR would say
+		 * an error, no SO_ERROR needed): nothing more will come. */
+		conn->flags |= TCP_C_SOCK_EOF;
 		return false;
 	}
+	getsockopt(conn->sock, SOL_SOCKET, SO_ERROR, &err, &sl);
 	debug("tcp: socket error: %s", strerror(err ? err : ECONNRESET));
 	tcp_reset_both(c, fl);
 	return true;
@@ -954,14 +1032,28 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 	if (!fl || fl->f.type != FLOW_TCP)
 		return;
 	conn = conn_of(fl);
+	/* The peer's FIN is a fact in any state, wanted or not: this may be
+	 * its only report (edge-triggered: while connecting it comes with
+	 * EPOLLOUT, before a forwarded connection's handshake on its own). */
+	if ((events & EPOLLRDHUP) && !(conn->flags & TCP_C_SOCK_EOF))
+		conn->flags |= TCP_C_SOCK_EOF;
+	else
+		events &= ~(uint32_t)EPOLLRDHUP;
 	if (conn->state == TCP_CS_CONNECTING) {
 		tcp_connect_done(c, fl, events);
 		return;
 	}
+	/* A hang-up already seen is no news (edge-triggered, it comes again
+	 * with each later wake-up of the socket). */
+	if ((conn->flags & TCP_C_SOCK_EOF) && !(events & EPOLLERR))
+		events &= ~(uint32_t)EPOLLHUP;
 	if ((events & (EPOLLERR | EPOLLHUP)) && tcp_sock_error(c, fl, events))
 		return;
-	if (events & EPOLLRDHUP)	/* also before the handshake completes */
-		conn->flags |= TCP_C_SOCK_EOF;
+	/* Registered for everything once (tcp_ep_add()): act on what the
+	 * connection wants now, and on a first hang-up or FIN. */
+	events &= conn->ev | EPOLLHUP | EPOLLRDHUP;
+	if (!events)
+		return;
 	if (conn->state != TCP_CS_ESTABLISHED) {
 		tcp_events_update(c, fl);
 		return;

@@ -51,6 +51,8 @@ struct tcp_state {
 	struct { uint32_t idx; int64_t due_ms; } delack[TCP_DELACK_MAX];
 	uint16_t delack_head, delack_n;
 	int64_t scan_ms;		/* next per-connection timer scan */
+	uint32_t sndbuf_first;		/* send buffer of a new connection ... */
+	uint16_t sndbuf_first_mss;	/* ... whose path MSS was this */
 	struct tcp_stats st;
 };
 

@@ -73,14 +73,15 @@ enum tcp_cstate {
 #define TCP_C_CLAMP_OFF		0x0800	/* no TCP_WINDOW_CLAMP on this socket */
 #define TCP_C_FWD		0x1000	/* host-initiated (port forwarding) */
 #define TCP_C_WANT_OUT		0x2000	/* EPOLLOUT: tell the guest when it drains */
-#define TCP_C_NO_EP		0x4000	/* socket removed from epoll (both shut) */
+/* 0x4000 free */
 #define TCP_C_SACK		0x8000	/* guest agreed to SACK (RFC 2018) */
 
 #define TCP_PEND_NONE	UINT16_MAX
 
 struct tcp_conn {
 	int sock;			/* host socket */
-	uint32_t ev;			/* epoll events registered */
+	uint32_t ev;			/* epoll events acted on now (the
+					 * socket has TCP_EP_EVENTS) */
 	uint16_t flags;			/* TCP_C_* */
 	uint8_t state;			/* enum tcp_cstate */
 	uint8_t ws_from_guest;		/* guest's window scale (0: none) */
@@ -170,6 +171,14 @@ struct pkt;
 /* tcp.c */
 int64_t tcp_now_ms(const struct ctx *c);
 void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
+/* TCP_EP_EVENTS - a TCP socket's epoll registration, for its life */
+#define TCP_EP_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+/* tcp_ep_add() - register a new connection's socket (its sock, state and
+ * flags set) with the loop. Returns 0 or -errno. */
+int tcp_ep_add(struct ctx *c, struct flow *fl);
+/* tcp_events_update() - the events the connection acts on, after a
+ * change of state or flags (a system call only when EPOLLOUT is newly
+ * wanted). */
 void tcp_events_update(struct ctx *c, struct flow *fl);
 /* tcp_events_rearm() - re-register the socket's events so that epoll
  * reports it again if it is ready now (the reader left data behind). */
@@ -177,6 +186,7 @@ void tcp_events_rearm(struct ctx *c, struct flow *fl);
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
 struct tcp_view;
 void tcp_sock_opts(int s);
+void tcp_sock_mss(struct tcp_conn *conn);
 /* tcp_mss_from_guest() - the MSS we advertise to the guest, the largest
  * segment it sends us (a TSO frame carries several). */
 uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl);

@@ -93,6 +93,7 @@ static int listen_sock(const union inany *a, uint16_t port, const char *ifname,
 	if (s < 0)
 		return -errno;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	tcp_sock_opts(s);	/* inherited by every accepted socket */
 	if (v6)
 		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (freebind)
@@ -429,13 +430,10 @@ void tcp_fwd_abort(struct ctx *c, int s)
 static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
 			 uint16_t pport, uint16_t port)
 {
-	union eref ref = { .type = EREF_TCP };
 	union inany seen = nat_inbound_fwd(c, peer, pport), ga;
 	struct tcp_conn *conn;
 	struct flow_key k;
 	struct flow *fl;
-	socklen_t sl = sizeof(int);
-	int mss = 0;
 
 	if (!c->link.up || !nat_guest_addr(c, &seen, &ga) ||
 	    inany_is4(&seen) != inany_is4(&ga)) {
@@ -460,11 +458,10 @@ static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
 	conn->seq_to_guest = seq_add(conn->isn_to_guest, 1);
 	conn->seq_acked_by_guest = conn->seq_to_guest;
 	conn->last_ms = tcp_now_ms(c);
-	if (!getsockopt(s, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) && mss > 0)
-		conn->mss_host = (uint16_t)MIN(mss, 65535);
-	tcp_sock_opts(s);
-	ref.idx = flow_idx(&c->flows, fl);
-	if (ep_add(c, s, 0, ref)) {
+	tcp_sock_mss(conn);
+	/* TCP_NODELAY and SO_KEEPALIVE came from the listener (accept()
+	 * copies them: listen_sock()). */
+	if (tcp_ep_add(c, fl)) {
 		tcp_conn_close(c, fl, true);
 		c->tcp_fwd.st.refused++;
 		return;

@@ -27,6 +27,11 @@ Environment: FERRY_BIN (default ./ferry), SYSCALLS_TIME (seconds per
 workload, default 3), SYSCALLS_ONLY (regex on workload names),
 SYSCALLS_TOOL=pasta (trace Debian's pasta instead, started as bench.py
 does, to compare the same workloads call by call).
+SYSCALLS_TRACE=1 (strace writes every call, with its arguments, to
+build/bench/syscalls/trace-NAME.txt instead of counting: to read what one
+exchange or connection does; no counts are printed then), SYSCALLS_PERF=1
+(`perf record -g` of the backend during the untraced run, user space only
+inside the sandbox, to build/bench/syscalls/perf-NAME.data).
 """
 import os
 import re
@@ -110,6 +115,20 @@ def exchanges(name, out):
     return int(m.group(1)) if m else None
 
 
+def trace(be, name, argv, secs, out):
+    """SYSCALLS_TRACE=1: every call the backend makes during one run."""
+    log = os.path.join(out, f"trace-{name}.txt")
+    st = procs.start(["strace", "-f", "-o", log, "-p", str(be.pid)])
+    time.sleep(0.5)		# strace attaches (no readiness signal exists)
+    r = procs.run(be.guest(argv), timeout=secs + 30)
+    os.kill(st.pid, signal.SIGINT)
+    try:
+        st.wait(timeout=10)
+    finally:
+        procs.stop(st)
+    print(f"{name:7s} {exchanges(name, r.stdout)} exchanges, trace in {log}", flush=True)
+
+
 def main():
     secs = int(os.environ.get("SYSCALLS_TIME", "3"))
     only = os.environ.get("SYSCALLS_ONLY")
@@ -131,6 +150,9 @@ def main():
             continue
         print(f"{name:7s} {untraced(be, name, argv, secs)}", flush=True)
         log = os.path.join(out, f"strace-{name}.txt")
+        if os.environ.get("SYSCALLS_TRACE") == "1":
+            trace(be, name, argv, secs, out)
+            continue
         st = procs.start(["strace", "-c", "-f", "-o", log, "-p", str(be.pid)])
         time.sleep(0.5)		# strace attaches (no readiness signal exists)
         r = procs.run(be.guest(argv), timeout=secs + 30)

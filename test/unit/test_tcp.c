@@ -1342,3 +1342,116 @@ TEST(tcp_guessed_read_larger_reply)
 	close(ls);
 	tcp_test_free(c);
 }
+
+/* One epoll registration per socket for its life (tcp_ep_add()): the
+ * events a connection does not act on now are dropped, never lost when it
+ * starts to. The peer's FIN reported with the connect's completion (no
+ * later report comes: edge-triggered) still reaches the guest, after the
+ * data it sent. */
+TEST(tcp_conn_peer_fin_with_connect)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40040 };
+	int ls = listener(false, &g.dport), a;
+	struct pkt p;
+	size_t i, fins = 0;
+
+	g.seq = 1;
+	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
+	a = accept(ls, NULL, NULL);	/* loopback: connected at once */
+	CHECK(a >= 0);
+	CHECK_EQ(send(a, "hi", 2, 0), 2);
+	close(a);			/* data and FIN before ferry looks */
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.flags, TCP_F_SYN | TCP_F_ACK);
+	g.ack = p.tcp.seq + 1;
+	test_tx_reset(c);
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	pump(c, 200, 1);
+	for (i = 0; i < test_tx_n(c); i++) {
+		CHECK(seg_at(c, i, &p));
+		if (p.payload_len) {
+			CHECK_EQ(p.payload_len, 2);
+			CHECK(!memcmp(p.payload, "hi", 2));
+		}
+		fins += !!(p.tcp.flags & TCP_F_FIN);
+	}
+	CHECK_EQ(fins, 1);
+	g.ack += 3;
+	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* A connect the host never answers (the listener's accept queue is full:
+ * the kernel drops the SYN) is given up after TCP_CONNECT_TIMEOUT_MS with
+ * an RST to the guest. */
+TEST(tcp_conn_connect_timeout_gets_rst)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40041 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(a4);
+	int ls = socket(AF_INET, SOCK_STREAM, 0), cl;
+	struct pkt p;
+
+	CHECK(ls >= 0);
+	CHECK(!bind(ls, (void *)&a4, sl) && !listen(ls, 0) &&
+	      !getsockname(ls, (void *)&a4, &sl));
+	g.dport = ntohs(a4.sin_port);
+	cl = socket(AF_INET, SOCK_STREAM, 0);	/* fills the queue */
+	CHECK(!connect(cl, (void *)&a4, sl));
+	g.seq = 9000;
+	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
+	pump(c, 100, 1);
+	CHECK_EQ(test_tx_n(c), 0);		/* still connecting */
+	CHECK_EQ(c->flows.count[FLOW_TCP], 1);
+	advance(c, TCP_CONNECT_TIMEOUT_MS + 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_RST);
+	CHECK_EQ(p.tcp.ack, 9001);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	close(cl);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* Half-close, guest first: after its FIN (shutdown(SHUT_WR) on the host
+ * socket, EPOLLOUT no longer of interest) the host's data still flows to
+ * the guest, and the host's close ends the connection. */
+TEST(tcp_conn_guest_fin_then_host_data)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40042 };
+	int ls = listener(false, &g.dport), a;
+	char b[16];
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
+	CHECK_EQ(recv(a, b, sizeof(b), 0), 0);		/* EOF on the host */
+	test_tx_reset(c);
+	CHECK_EQ(send(a, "late", 4, 0), 4);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 4);
+	CHECK(!memcmp(p.payload, "late", 4));
+	CHECK_EQ(p.tcp.ack, g.seq);			/* FIN acknowledged */
+	g.ack += 4;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	test_tx_reset(c);
+	close(a);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_FIN);
+	g.ack += 1;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	close(ls);
+	tcp_test_free(c);
+}
