@@ -29,9 +29,7 @@ SYSCALLS_TOOL=pasta (trace Debian's pasta instead, started as bench.py
 does, to compare the same workloads call by call).
 SYSCALLS_TRACE=1 (strace writes every call, with its arguments, to
 build/bench/syscalls/trace-NAME.txt instead of counting: to read what one
-exchange or connection does; no counts are printed then), SYSCALLS_PERF=1
-(`perf record -g` of the backend during the untraced run, user space only
-inside the sandbox, to build/bench/syscalls/perf-NAME.data).
+exchange or connection does; no counts are printed then).
 """
 import os
 import re
