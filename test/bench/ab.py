@@ -8,13 +8,17 @@ measured in turn, round after round, and compared within each round.
 Every variant is started once (namespace mode, MTU 65520); then for each
 of ROUNDS rounds each workload runs once on each variant, in an order
 rotated every round. The report: each variant's median p50 per workload,
-and the median over the rounds of its p50 divided by the first
-variant's p50 in the same round (below 1: faster than the first).
+its lowest p50 (a run that found the machine quiet: under load the runs
+are bimodal, ~60 us when a CPU is free, 200-350 us when not), and the
+median over the rounds of its p50 divided by the first variant's p50 in
+the same round (below 1: faster than the first).
 
-Variants (arguments), each LABEL=SPEC:
+Variants (arguments), each LABEL=SPEC[+CMD]:
   veth, pasta             the bench's backends (backends.py)
   ferry:PATH[:ARG,...]    a ferry binary, with extra options (e.g.
                           ferry:./ferry:--no-offload)
+  +CMD                    a shell command run in the guest once it is up
+                          (e.g. +"tc qdisc replace dev uplink0 root noqueue")
 
 Workloads (AB_ONLY: regex on the names): sp4 (sockperf ping-pong, IPv4,
 the bench's row), pp4 and pp6 (test/bench/pingpong.c). AB_ROUNDS
@@ -71,9 +75,11 @@ def report(labels, res):
             vals = [v for v in per[lab] if v is not None]
             ratios = [v / b for v, b in zip(per[lab], base) if v and b]
             med = f"{statistics.median(vals):7.1f}" if vals else "    n/a"
+            low = f"{min(vals):7.1f}" if vals else "    n/a"
             rat = f"{statistics.median(ratios):.3f}" if ratios else "n/a"
             runs = " ".join(f"{v:.1f}" if v else "-" for v in per[lab])
-            print(f"  {lab:12s} p50 median {med} us  x {labels[0]}: {rat}   runs {runs}")
+            print(f"  {lab:12s} p50 median {med} us, lowest {low}  x {labels[0]}: {rat}"
+                  f"   runs {runs}")
 
 
 def main():
@@ -84,8 +90,13 @@ def main():
     labels, bes = [], {}
     for arg in sys.argv[1:]:
         label, _, spec = arg.partition("=")
-        be = variant(label, spec or label, out)
+        spec, _, gcmd = (spec or label).partition("+")
+        be = variant(label, spec, out)
         be.start()
+        if gcmd:
+            r = procs.run(be.guest(["sh", "-c", gcmd]), timeout=10)
+            if r.returncode:
+                raise SystemExit(f"{label}: {gcmd}: exit {r.returncode}: {r.stderr}")
         labels.append(label)
         bes[label] = be
     if not labels:
