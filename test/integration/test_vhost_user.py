@@ -10,7 +10,6 @@ Two kinds of tests:
   content checks, an inbound port, iperf3 both ways; then qemu goes away
   and a second boot against the same ferry is served too.
 """
-import hashlib
 import os
 import socket
 import struct
@@ -19,10 +18,11 @@ import time
 
 import pytest
 
+import vmchecks
 from conftest import FERRY, HOST4, wait_for
-from test_vm import (INBOUND, GuestSession, inbound_client, tcp_sink,
-                     tcp_source)
-from vmguest import FerryVM, Servers, boot_guest, build_guest, ferry_stats
+from test_vm import INBOUND
+from vmguest import (FerryVM, GuestSession, boot_twice, build_guest,
+                     host_side, host_side_stop, inbound_client, sha)
 
 GET_FEATURES, SET_FEATURES, SET_OWNER = 1, 2, 3
 SET_VRING_NUM, GET_PROTOCOL_FEATURES, GET_QUEUE_NUM = 8, 15, 17
@@ -259,17 +259,6 @@ check "link still up after bulk" timeout 15 ping -c 2 -W 5 "$GW"
 kill $LPID 2>/dev/null
 """
 
-GUEST_AGAIN = r"""
-. /run/ferry/dhcp.env 2>/dev/null
-check "DHCPv4 lease" test "$FERRY_GUEST_DHCP" = ok
-check "ping IPv4 gateway" timeout 15 ping -c 2 -W 5 "$DHCP_ROUTER"
-"""
-
-
-def sha(b):
-    return hashlib.sha256(b).hexdigest()
-
-
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory):
     """Build the guest, start ferry --vhost-user and host servers, boot
@@ -277,37 +266,18 @@ def guest(tmp_path_factory):
     g = GuestSession()
     g.cache, g.build_s = build_guest()
     tmp = tmp_path_factory.mktemp("vuguest")
-    up, down = os.urandom(256 << 10), os.urandom(256 << 10)
-    (tmp / "up.bin").write_bytes(up)
-    srv = g.srv = Servers()
-    srv.tcp(TCP_UP, tcp_sink(srv.results, "up", len(up)))
-    srv.tcp(TCP_DOWN, tcp_source(down))
-    g.up = up
-    g.iperf = subprocess.Popen(["iperf3", "-s", "-p", str(IPERF)],
-                               stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    f = g.ferry = FerryVM(tmp, ["--vhost-user", "-t", str(INBOUND)])
-    inbound_client(srv, os.urandom(64 << 10), time.monotonic() + 300)
+    srv = host_side(g, tmp, TCP_UP, TCP_DOWN, IPERF)
+    g.ferry = FerryVM(tmp, ["--vhost-user", "-t", str(INBOUND)])
+    inbound_client(srv, INBOUND, os.urandom(64 << 10),
+                   time.monotonic() + 300)
     script = GUEST_CHECKS.format(
         inbound=INBOUND, host4=HOST4, up=TCP_UP, down=TCP_DOWN,
-        down_sha=sha(down), iperf=IPERF,
+        down_sha=sha(g.down), iperf=IPERF,
         secs=os.environ.get("FERRY_VU_IPERF_SECS", "2"))
-    (tmp / "b1").mkdir()
-    (tmp / "b2").mkdir()
-    g.boot1 = boot_guest(tmp / "b1", f.sock, script, files=[tmp / "up.bin"],
-                         kargs="ferry.dad=0", vhost_user=True)
-    g.boot2 = boot_guest(tmp / "b2", f.sock, GUEST_AGAIN,
-                         kargs="ferry.slaac_wait=0", vhost_user=True)
-    print(f"\nvhost-user guest boot 1: {g.boot1.describe()}; boot 2: "
-          f"{g.boot2.describe()}")
-    print("\n".join(x for x in g.boot1.out.splitlines()
-                    if x.startswith("INFO")))
-    print("ferry from/to guest frames, drops:", ferry_stats(f))
+    boot_twice(g, tmp, script, [tmp / "up.bin"], "vhost-user guest ",
+               vhost_user=True)
     yield g
-    srv.stop()
-    f.stop()
-    g.iperf.terminate()
-    g.iperf.wait(10)
+    host_side_stop(g)
 
 
 def test_guest_boots_and_runs(guest):
@@ -324,20 +294,11 @@ def test_guest_network_setup(guest, check):
     guest.boot1.check(check, guest.ferry)
 
 
-def test_guest_tcp_upload(guest):
-    guest.boot1.check("TCP upload", guest.ferry)
-    got = guest.srv.results.get("up", b"")
-    assert got == guest.up, f"host got {len(got)} of {len(guest.up)} bytes"
-
-
-def test_guest_tcp_download(guest):
-    guest.boot1.check("TCP download", guest.ferry)
-
-
-def test_guest_tcp_inbound_forwarded_port(guest):
-    guest.boot1.check("TCP inbound served", guest.ferry)
-    assert guest.srv.results.get("inbound") == "ok", \
-        guest.srv.results.get("inbound")
+# TCP both ways with content checks, the forwarded port: vmchecks.py
+test_guest_tcp_upload = vmchecks.test_guest_tcp_upload
+test_guest_tcp_download = vmchecks.test_guest_tcp_download
+test_guest_tcp_inbound_forwarded_port = \
+    vmchecks.test_guest_tcp_inbound_forwarded_port
 
 
 @pytest.mark.parametrize("check", [
@@ -350,10 +311,7 @@ def test_guest_bulk(guest, check):
 def test_guest_reconnects_to_same_ferry(guest):
     """qemu went away after boot 1; ferry stopped the rings, unmapped the
     memory, and serves a second qemu the same way."""
-    b = guest.boot2
-    assert b.rc == 0, b.describe() + "\n" + b.out + b.err
-    b.check("DHCPv4 lease", guest.ferry)
-    b.check("ping IPv4 gateway", guest.ferry)
+    vmchecks.boot2_served(guest)
     out = guest.ferry.output()
     assert out.count("vhost-user front-end connected") == 2, out
     assert out.count("guest disconnected") >= 1

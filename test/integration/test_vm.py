@@ -11,7 +11,6 @@ Two kinds of tests:
 Guest boots are slow under TCG (seconds each): keep them few, batch checks.
 """
 import fcntl
-import hashlib
 import os
 import re
 import socket
@@ -24,9 +23,12 @@ import time
 import pytest
 
 from conftest import FERRY, GW4, HOST4, wait_for
-from vmguest import (FRAME_MAX, FerryVM, Servers, StreamClient, arp_reply_for,
-                     arp_request, boot_guest, build_guest, dhcp6_parse,
-                     dhcp6_solicit, dhcp_discover, dhcp_parse, dns_answer, ferry_stats, is_arp_reply,
+import vmchecks
+from vmguest import (FRAME_MAX, FerryVM, GuestSession, StreamClient,
+                     arp_reply_for, arp_request, boot_twice, build_guest,
+                     dhcp6_parse, dhcp6_solicit, dhcp_discover, dhcp_parse,
+                     dns_answer, ferry_stats, host_side, host_side_stop,
+                     inbound_client, is_arp_reply, sha, tcp_source,
                      tftp_handler)
 
 OUR_MAC_LEN = 6
@@ -381,117 +383,32 @@ fi
 kill $LPID 2>/dev/null
 """
 
-GUEST_AGAIN = r"""
-. /run/ferry/dhcp.env 2>/dev/null
-check "DHCPv4 lease" test "$FERRY_GUEST_DHCP" = ok
-check "ping IPv4 gateway" timeout 15 ping -c 2 -W 5 "$DHCP_ROUTER"
-"""
-
-
-class GuestSession:
-    pass
-
-
-def tcp_sink(store, key, size):
-    """Handler: read size bytes, keep them, close."""
-    def handle(conn):
-        data = b""
-        while len(data) < size:
-            d = conn.recv(65536)
-            if not d:
-                break
-            data += d
-        store[key] = data
-    return handle
-
-
-def tcp_source(payload):
-    def handle(conn):
-        conn.sendall(payload)
-    return handle
-
-
-def inbound_client(srv, payload, deadline):
-    """Until it works or the deadline: connect to the forwarded port and
-    check the guest echoes payload back. Records the outcome."""
-    def run():
-        last = "never connected"
-        while time.monotonic() < deadline and not srv.stop_ev.is_set():
-            try:
-                s = socket.create_connection(("127.0.0.1", INBOUND), 5)
-                s.settimeout(30)
-                s.sendall(payload)
-                s.shutdown(socket.SHUT_WR)
-                back = b""
-                while True:
-                    d = s.recv(65536)
-                    if not d:
-                        break
-                    back += d
-                s.close()
-                if back == payload:
-                    srv.results["inbound"] = "ok"
-                    return
-                last = f"echo of {len(back)} bytes, sent {len(payload)}"
-            except OSError as e:
-                last = repr(e)
-            time.sleep(0.2)
-        srv.results["inbound"] = last
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    srv.threads.append(t)
-
-
 @pytest.fixture(scope="module")
 def guest(tmp_path_factory):
     """Build the guest, start ferry and host servers, boot twice."""
     g = GuestSession()
     g.cache, g.build_s = build_guest()
     tmp = tmp_path_factory.mktemp("vmguest")
-    up, down = os.urandom(256 << 10), os.urandom(256 << 10)
-    tftp_down, tftp_up = os.urandom(20000), os.urandom(9000)
-    (tmp / "up.bin").write_bytes(up)
-    (tmp / "tftp-up.bin").write_bytes(tftp_up)
-    srv = g.srv = Servers()
-    srv.tcp(TCP_UP, tcp_sink(srv.results, "up", len(up)))
-    srv.tcp(TCP_DOWN, tcp_source(down))
-    srv.tcp(TCP_DOWN, tcp_source(down), host="::1")	# gateway fe80::1
+    srv = host_side(g, tmp, TCP_UP, TCP_DOWN, IPERF)
+    srv.tcp(TCP_DOWN, tcp_source(g.down), host="::1")	# gateway fe80::1
+    tftp_down, g.tftp_up = os.urandom(20000), os.urandom(9000)
+    (tmp / "tftp-up.bin").write_bytes(g.tftp_up)
     g.tftp_rx = {}
     srv.udp(TFTP, tftp_handler({"down": tftp_down}, g.tftp_rx))
     srv.udp(53, lambda s, d, a: s.sendto(dns_answer(d, {DNS_NAME: DNS_ADDR}),
                                          a))
-    g.up, g.tftp_up = up, tftp_up
-    g.iperf = subprocess.Popen(["iperf3", "-s", "-p", str(IPERF)],
-                               stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    f = g.ferry = FerryVM(tmp, ["-t", str(INBOUND), "--dns-forward", DNS_FWD,
-                                "--dns-host", "127.0.0.1"])
-    inbound = os.urandom(64 << 10)
-    inbound_client(srv, inbound, time.monotonic() + 300)
-
-    def sha(b):
-        return hashlib.sha256(b).hexdigest()
+    g.ferry = FerryVM(tmp, ["-t", str(INBOUND), "--dns-forward", DNS_FWD,
+                            "--dns-host", "127.0.0.1"])
+    inbound_client(srv, INBOUND, os.urandom(64 << 10),
+                   time.monotonic() + 300)
     script = GUEST_CHECKS.format(
         inbound=INBOUND, host4=HOST4, gw4=GW4, dns=DNS_FWD, name=DNS_NAME,
         addr=DNS_ADDR, tftp=TFTP, tftp_sha=sha(tftp_down), up=TCP_UP,
-        down=TCP_DOWN, down_sha=sha(down), iperf=IPERF)
-    (tmp / "b1").mkdir()
-    (tmp / "b2").mkdir()
-    g.boot1 = boot_guest(tmp / "b1", f.sock, script,
-                         files=[tmp / "up.bin", tmp / "tftp-up.bin"],
-                         kargs="ferry.dad=0")
-    g.boot2 = boot_guest(tmp / "b2", f.sock, GUEST_AGAIN,
-                         kargs="ferry.slaac_wait=0")
-    print(f"\nguest build {g.build_s:.1f}s; boot 1: {g.boot1.describe()}; "
-          f"boot 2: {g.boot2.describe()}")
-    print("\n".join(x for x in g.boot1.out.splitlines()
-                    if x.startswith("INFO")))
-    print("ferry from/to guest frames, drops:", ferry_stats(f))
+        down=TCP_DOWN, down_sha=sha(g.down), iperf=IPERF)
+    boot_twice(g, tmp, script, [tmp / "up.bin", tmp / "tftp-up.bin"],
+               f"guest build {g.build_s:.1f}s; ")
     yield g
-    srv.stop()
-    f.stop()
-    g.iperf.terminate()
-    g.iperf.wait(10)
+    host_side_stop(g)
 
 
 def test_guest_boot_and_run(guest):
@@ -518,20 +435,11 @@ def test_guest_udp_tftp(guest):
     assert guest.tftp_rx.get("up") == guest.tftp_up
 
 
-def test_guest_tcp_upload(guest):
-    guest.boot1.check("TCP upload", guest.ferry)
-    got = guest.srv.results.get("up", b"")
-    assert got == guest.up, f"host got {len(got)} of {len(guest.up)} bytes"
-
-
-def test_guest_tcp_download(guest):
-    guest.boot1.check("TCP download", guest.ferry)
-
-
-def test_guest_tcp_inbound_forwarded_port(guest):
-    guest.boot1.check("TCP inbound served", guest.ferry)
-    assert guest.srv.results.get("inbound") == "ok", \
-        guest.srv.results.get("inbound")
+# TCP both ways with content checks, the forwarded port: vmchecks.py
+test_guest_tcp_upload = vmchecks.test_guest_tcp_upload
+test_guest_tcp_download = vmchecks.test_guest_tcp_download
+test_guest_tcp_inbound_forwarded_port = \
+    vmchecks.test_guest_tcp_inbound_forwarded_port
 
 
 @pytest.mark.parametrize("check", [
@@ -551,8 +459,5 @@ def test_guest_tcp_ipv6(guest):
 def test_guest_reconnects_to_same_ferry(guest):
     """qemu went away after boot 1; without --one-off ferry waited, and a
     second qemu gets served the same."""
-    b = guest.boot2
-    assert b.rc == 0, b.describe() + "\n" + b.out + b.err
-    b.check("DHCPv4 lease", guest.ferry)
-    b.check("ping IPv4 gateway", guest.ferry)
+    vmchecks.boot2_served(guest)
     assert guest.ferry.output().count("guest connected") == 2

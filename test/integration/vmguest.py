@@ -1,12 +1,15 @@
-"""Helpers for the VM-mode tests (test_vm.py): `ferry vm`, a stream client
-speaking qemu's socket protocol from Python, frame builders, small host
-servers, and booting the real test guest (test/guest/run.sh).
+"""Helpers for the VM-mode tests (test_vm.py, test_vhost_user.py): `ferry
+vm`, a stream client speaking qemu's socket protocol from Python, frame
+builders, small host servers, booting the real test guest
+(test/guest/run.sh), and the host side both guest sessions share (the
+checks on it: vmchecks.py).
 
 The stream protocol: each Ethernet frame travels as a 4-byte big-endian
 length followed by the frame (qemu's -netdev stream/socket). StreamClient
 checks every length it receives: a framing error anywhere in what ferry
 sends fails the test at once.
 """
+import hashlib
 import os
 import re
 import signal
@@ -504,3 +507,115 @@ def dhcp6_parse(frame, xid=0x00abcd):
         opts.setdefault(code, []).append(m[pos + 4:pos + 4 + n])
         pos += 4 + n
     return m[0], opts
+
+
+# ------------------------------------------- a guest session's host side
+#
+# test_vm.py and test_vhost_user.py each boot the guest twice against one
+# ferry (their module fixture `guest`): boot 1 runs the checks, boot 2
+# proves a second qemu is served. The host servers and records they share:
+
+GUEST_AGAIN = r"""
+. /run/ferry/dhcp.env 2>/dev/null
+check "DHCPv4 lease" test "$FERRY_GUEST_DHCP" = ok
+check "ping IPv4 gateway" timeout 15 ping -c 2 -W 5 "$DHCP_ROUTER"
+"""
+
+
+class GuestSession:
+    """What a module's guest fixture yields: ferry, srv (Servers, results
+    in srv.results), up (the upload the host expects), boot1, boot2."""
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def tcp_sink(store, key, size):
+    """Handler: read size bytes, keep them, close."""
+    def handle(conn):
+        data = b""
+        while len(data) < size:
+            d = conn.recv(65536)
+            if not d:
+                break
+            data += d
+        store[key] = data
+    return handle
+
+
+def tcp_source(payload):
+    """Handler: send payload, close."""
+    def handle(conn):
+        conn.sendall(payload)
+    return handle
+
+
+def inbound_client(srv, port, payload, deadline):
+    """Until it works or the deadline: connect to the forwarded port and
+    check the guest echoes payload back. Records the outcome in
+    srv.results["inbound"] ("ok" or what went wrong last)."""
+    def run():
+        last = "never connected"
+        while time.monotonic() < deadline and not srv.stop_ev.is_set():
+            try:
+                s = socket.create_connection(("127.0.0.1", port), 5)
+                s.settimeout(30)
+                s.sendall(payload)
+                s.shutdown(socket.SHUT_WR)
+                back = b""
+                while True:
+                    d = s.recv(65536)
+                    if not d:
+                        break
+                    back += d
+                s.close()
+                if back == payload:
+                    srv.results["inbound"] = "ok"
+                    return
+                last = f"echo of {len(back)} bytes, sent {len(payload)}"
+            except OSError as e:
+                last = repr(e)
+            time.sleep(0.2)
+        srv.results["inbound"] = last
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    srv.threads.append(t)
+
+
+def host_side(g, tmp, up_port, down_port, iperf_port):
+    """Start the host side of session g: a sink on up_port expecting
+    tmp/up.bin (written here, 256 KiB), a source of g.down on down_port,
+    an iperf3 server. Stop it with host_side_stop(g)."""
+    g.up, g.down = os.urandom(256 << 10), os.urandom(256 << 10)
+    (tmp / "up.bin").write_bytes(g.up)
+    srv = g.srv = Servers()
+    srv.tcp(up_port, tcp_sink(srv.results, "up", len(g.up)))
+    srv.tcp(down_port, tcp_source(g.down))
+    g.iperf = subprocess.Popen(["iperf3", "-s", "-p", str(iperf_port)],
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    return srv
+
+
+def host_side_stop(g):
+    g.srv.stop()
+    g.ferry.stop()
+    g.iperf.terminate()
+    g.iperf.wait(10)
+
+
+def boot_twice(g, tmp, script, files, what, **kw):
+    """Boot 1 runs script (with files), boot 2 GUEST_AGAIN, both against
+    g.ferry; prints timings, the INFO lines and ferry's counters."""
+    (tmp / "b1").mkdir()
+    (tmp / "b2").mkdir()
+    g.boot1 = boot_guest(tmp / "b1", g.ferry.sock, script, files=files,
+                         kargs="ferry.dad=0", **kw)
+    g.boot2 = boot_guest(tmp / "b2", g.ferry.sock, GUEST_AGAIN,
+                         kargs="ferry.slaac_wait=0", **kw)
+    print(f"\n{what}boot 1: {g.boot1.describe()}; boot 2: "
+          f"{g.boot2.describe()}")
+    print("\n".join(x for x in g.boot1.out.splitlines()
+                    if x.startswith("INFO")))
+    print("ferry from/to guest frames, drops:", ferry_stats(g.ferry))
