@@ -49,6 +49,16 @@ static void mem_one(struct vu_mem *m, uint8_t *host)
 	m->r[0].host = host;
 }
 
+/* ring_new() - a zeroed guest memory (free it) holding ring q at 0. */
+static uint8_t *ring_new(struct virtq *q, struct vu_mem *m)
+{
+	uint8_t *host = calloc(1, G_SIZE);
+
+	mem_one(m, host);
+	ring_at(q, m, 0);
+	return host;
+}
+
 static void desc_set(struct virtq *q, unsigned int i, uint64_t gpa,
 		     uint32_t len, uint16_t flags, uint16_t next)
 {
@@ -97,12 +107,10 @@ TEST(vu_mem_translation_bounds)
 
 TEST(vu_ring_map_checks)
 {
-	uint8_t *host = calloc(1, G_SIZE);
 	struct virtq q;
 	struct vu_mem m;
+	uint8_t *host = ring_new(&q, &m);
 
-	mem_one(&m, host);
-	ring_at(&q, &m, 0);
 	CHECK(q.desc && virtq_ready(&q));
 	q.num = 12;			/* not a power of two */
 	CHECK(!virtq_map(&q, &m));
@@ -117,13 +125,11 @@ TEST(vu_ring_map_checks)
 
 TEST(vu_chain_walk_good_and_hostile)
 {
-	uint8_t *host = calloc(1, G_SIZE);
 	struct vq_elem e;
 	struct virtq q;
 	struct vu_mem m;
+	uint8_t *host = ring_new(&q, &m);
 
-	mem_one(&m, host);
-	ring_at(&q, &m, 0);
 	CHECK_EQ(virtq_pop(&q, &m, false, &e), 0);	/* empty */
 	/* 0 -> 3: two readable pieces */
 	desc_set(&q, 0, G_GPA + BUF_OFF, 100, VQ_DESC_F_NEXT, 3);
@@ -166,13 +172,11 @@ TEST(vu_chain_walk_good_and_hostile)
 
 TEST(vu_avail_index_jump_breaks_ring)
 {
-	uint8_t *host = calloc(1, G_SIZE);
 	struct vq_elem e;
 	struct virtq q;
 	struct vu_mem m;
+	uint8_t *host = ring_new(&q, &m);
 
-	mem_one(&m, host);
-	ring_at(&q, &m, 0);
 	q.avail->idx = Q_NUM + 1;		/* more than the ring holds */
 	CHECK_EQ(virtq_pop(&q, &m, false, &e), -2);
 	CHECK(!virtq_pending(&q));
@@ -181,13 +185,11 @@ TEST(vu_avail_index_jump_breaks_ring)
 
 TEST(vu_used_publish_and_notify)
 {
-	uint8_t *host = calloc(1, G_SIZE);
 	struct virtq q;
 	struct vu_mem m;
+	uint8_t *host = ring_new(&q, &m);
 	uint64_t v = 0;
 
-	mem_one(&m, host);
-	ring_at(&q, &m, 0);
 	q.call_fd = eventfd(0, EFD_NONBLOCK);
 	CHECK(!virtq_publish(&q));		/* nothing pushed */
 	virtq_push(&q, 3, 77);
@@ -556,38 +558,49 @@ static size_t guest_arp(uint8_t *f)
 	return sizeof(req);
 }
 
+/* guest_avail() - queue q's available ring in the guest memory. */
+static struct vq_avail *guest_avail(struct fe *f, unsigned int q)
+{
+	return (void *)(f->host + Q_OFF(q) + 0x1000);
+}
+
+/* guest_offer() - the guest makes descriptor slot of queue q a one-piece
+ * chain (len bytes at guest address gpa, flags) and offers it. */
+static void guest_offer(struct fe *f, unsigned int q, unsigned int slot,
+			uint64_t gpa, uint32_t len, uint16_t flags)
+{
+	struct vq_desc *d = (void *)(f->host + Q_OFF(q));
+	struct vq_avail *a = guest_avail(f, q);
+
+	d[slot].addr = gpa;
+	d[slot].len = len;
+	d[slot].flags = flags;
+	a->ring[a->idx % Q_NUM] = (uint16_t)slot;
+	a->idx++;
+}
+
 /* guest_tx() - the guest transmits one ARP request on queue 1. */
 static void guest_tx(struct fe *f, unsigned int slot)
 {
-	struct vq_desc *d = (void *)(f->host + Q_OFF(VU_TXQ));
-	struct vq_avail *a = (void *)(f->host + Q_OFF(VU_TXQ) + 0x1000);
 	uint32_t off = BUF_OFF + slot * 2048;
 	size_t len;
 
 	memset(f->host + off, 0, 12);
 	len = guest_arp(f->host + off + 12);
-	d[slot].addr = G_GPA + off;
-	d[slot].len = (uint32_t)(12 + len);
-	d[slot].flags = 0;
-	a->ring[a->idx % Q_NUM] = (uint16_t)slot;
-	a->idx++;
+	guest_offer(f, VU_TXQ, slot, G_GPA + off, (uint32_t)(12 + len), 0);
 }
 
 /* guest_rx_post() - the guest posts n receive buffers of len bytes. */
 static void guest_rx_post(struct fe *f, unsigned int n, uint32_t len)
 {
-	struct vq_desc *d = (void *)(f->host + Q_OFF(VU_RXQ));
-	struct vq_avail *a = (void *)(f->host + Q_OFF(VU_RXQ) + 0x1000);
+	const struct vq_avail *a = guest_avail(f, VU_RXQ);
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		unsigned int s = (a->idx) % Q_NUM;
+		unsigned int s = a->idx % Q_NUM;
 
-		d[s].addr = G_GPA + 0x80000 + s * 2048;
-		d[s].len = len;
-		d[s].flags = VQ_DESC_F_WRITE;
-		a->ring[s] = (uint16_t)s;
-		a->idx++;
+		guest_offer(f, VU_RXQ, s, G_GPA + 0x80000 + s * 2048, len,
+			    VQ_DESC_F_WRITE);
 	}
 }
 
