@@ -1,4 +1,6 @@
 /* drop.c - names of drop reasons, counting, and the statistics dump. */
+#include <stdio.h>
+
 #include "ferry.h"
 #include "log.h"
 
@@ -41,6 +43,29 @@ void drop(struct ctx *c, enum drop_reason r)
 	}
 	if (c->stats.drop_trace_n++ < 20)
 		trace("drop: %s (%s)", drop_name(r), drop_text(r));
+}
+
+/* stats_line() - see drop.h; a line too long for the buffer is cut at
+ * the last item that fits (none is: the longest is some 250 bytes). */
+void stats_line(const char *what, const struct stat_item *it, unsigned int n)
+{
+	char line[768] = "";
+	size_t len = 0;
+	unsigned int i;
+	int k;
+
+	for (i = 0; i < n; i++, len += (size_t)k) {
+		k = it[i].name ? snprintf(line + len, sizeof(line) - len,
+					  "%s%s %llu",
+					  *it[i].name == ',' ? "" : " ",
+					  it[i].name, it[i].v)
+			       : snprintf(line + len, sizeof(line) - len,
+					  "/%llu", it[i].v);
+		if (k < 0 || (size_t)k >= sizeof(line) - len)
+			break;			/* cut at the last whole item */
+	}
+	line[len] = '\0';
+	info("stats: %s%s", what, line);
 }
 
 void stats_log(const struct ctx *c)

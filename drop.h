@@ -94,4 +94,16 @@ enum drop_reason {
 const char *drop_name(enum drop_reason r);
 const char *drop_text(enum drop_reason r);
 
+/* One counter of a statistics line: " name value" (no space before a
+ * name starting with a comma: "..., to guest dropped 2"), or with name
+ * NULL "/value", the second of a pair ("rst to/from guest 3/4"). */
+struct stat_item {
+	const char *name;
+	unsigned long long v;
+};
+
+/* stats_line() - log "stats: WHAT" followed by the n items, one line
+ * (the statistics dump, see stats_log()). */
+void stats_line(const char *what, const struct stat_item *it, unsigned int n);
+
 #endif /* FERRY_DROP_H */

@@ -284,17 +284,17 @@ void fault_tx(struct ctx *c)
 void fault_stats_log(const struct ctx *c)
 {
 	const struct fault_state *fs = &c->fault;
+	const struct stat_item st[] = {
+		{ "from guest dropped", fs->dropped[0] },
+		{ "duplicated", fs->duped[0] },
+		{ "reordered", fs->reordered[0] },
+		{ ", to guest dropped", fs->dropped[1] },
+		{ "duplicated", fs->duped[1] },
+		{ "reordered", fs->reordered[1] },
+	};
 
-	if (!c->conf.fault.on)
-		return;
-	info("stats: fault from guest dropped %llu duplicated %llu reordered "
-	     "%llu, to guest dropped %llu duplicated %llu reordered %llu",
-	     (unsigned long long)fs->dropped[0],
-	     (unsigned long long)fs->duped[0],
-	     (unsigned long long)fs->reordered[0],
-	     (unsigned long long)fs->dropped[1],
-	     (unsigned long long)fs->duped[1],
-	     (unsigned long long)fs->reordered[1]);
+	if (c->conf.fault.on)
+		stats_line("fault", st, ARRAY_SIZE(st));
 }
 
 #else

@@ -1167,34 +1167,33 @@ void tcp_timer(struct ctx *c)
 void tcp_stats_log(const struct ctx *c)
 {
 	const struct tcp_stats *s = &c->tcp.st;
+	const struct stat_item st[] = {
+		{ "opened", s->opened }, { "refused", s->refused },
+		{ "rst to/from guest", s->rst_to_guest },
+		{ NULL, s->rst_from_guest },
+		{ "rewinds dupack/rto", s->rewinds_dupack },
+		{ NULL, s->rewinds_rto },
+		{ "short writes", s->short_writes },
+		{ "wnd updates", s->wnd_updates },
+		{ "clamp sets", s->clamp_sets },
+		{ "fallbacks", s->clamp_fallbacks },
+		{ "timeouts", s->timeouts },
+		{ "acks delayed", s->acks_delayed },
+		{ "sent by timer", s->acks_delack_timer },
+	};
 
-	info("stats: tcp opened %llu refused %llu rst to/from guest %llu/%llu "
-	     "rewinds dupack/rto %llu/%llu short writes %llu wnd updates %llu "
-	     "clamp sets %llu fallbacks %llu timeouts %llu "
-	     "acks delayed %llu sent by timer %llu",
-	     (unsigned long long)s->opened, (unsigned long long)s->refused,
-	     (unsigned long long)s->rst_to_guest,
-	     (unsigned long long)s->rst_from_guest,
-	     (unsigned long long)s->rewinds_dupack,
-	     (unsigned long long)s->rewinds_rto,
-	     (unsigned long long)s->short_writes,
-	     (unsigned long long)s->wnd_updates,
-	     (unsigned long long)s->clamp_sets,
-	     (unsigned long long)s->clamp_fallbacks,
-	     (unsigned long long)s->timeouts,
-	     (unsigned long long)s->acks_delayed,
-	     (unsigned long long)s->acks_delack_timer);
+	stats_line("tcp", st, ARRAY_SIZE(st));
 	if (c->tcp.ooo) {
 		const struct tcp_ooo_stats *o = &c->tcp.ooo->st;
+		const struct stat_item ot[] = {
+			{ "segments", o->segs }, { "bytes", o->bytes },
+			{ "delivered", o->delivered },
+			{ "drops full/reach", o->full_drops },
+			{ NULL, o->reach_drops },
+			{ "sack acks", o->sack_sent },
+			{ "blocks", o->blks_used }, { "peak", o->blks_peak },
+		};
 
-		info("stats: tcp ooo segments %llu bytes %llu delivered %llu "
-		     "drops full/reach %llu/%llu sack acks %llu blocks %u "
-		     "peak %u",
-		     (unsigned long long)o->segs, (unsigned long long)o->bytes,
-		     (unsigned long long)o->delivered,
-		     (unsigned long long)o->full_drops,
-		     (unsigned long long)o->reach_drops,
-		     (unsigned long long)o->sack_sent, o->blks_used,
-		     o->blks_peak);
+		stats_line("tcp ooo", ot, ARRAY_SIZE(ot));
 	}
 }

@@ -544,18 +544,13 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 void tcp_fwd_stats_log(const struct ctx *c)
 {
 	const struct tcp_fwd_stats *s = &c->tcp_fwd.st;
+	const struct stat_item st[] = {
+		{ "listeners", s->listeners }, { "accepted", s->accepted },
+		{ "to guest", s->to_guest }, { "spliced", s->spliced },
+		{ "refused", s->refused }, { "splice resets", s->splice_rst },
+		{ "scans", s->scans }, { "idle resets", s->splice_idle },
+	};
 
-	if (!s->listeners && !s->accepted && !s->scans)
-		return;
-	info("stats: tcp forwarding listeners %llu accepted %llu to guest "
-	     "%llu spliced %llu refused %llu splice resets %llu scans %llu "
-	     "idle resets %llu",
-	     (unsigned long long)s->listeners,
-	     (unsigned long long)s->accepted,
-	     (unsigned long long)s->to_guest,
-	     (unsigned long long)s->spliced,
-	     (unsigned long long)s->refused,
-	     (unsigned long long)s->splice_rst,
-	     (unsigned long long)s->scans,
-	     (unsigned long long)s->splice_idle);
+	if (s->listeners || s->accepted || s->scans)
+		stats_line("tcp forwarding", st, ARRAY_SIZE(st));
 }
