@@ -28,8 +28,10 @@
  * Errors the host sees for our echoes (unreachable, too big) are
  * relayed: ping sockets queue them (IP_RECVERR / IPV6_RECVERR), and each
  * becomes the matching ICMP/ICMPv6 error to the guest quoting its echo
- * request with its own id (icmp_err.c), so its ping reports the
- * unreachable host instead of timing out.
+ * request as it sent it (icmp_err.c): its own id, and the checksum
+ * updated to match (for ICMPv6 also from the host socket's addresses to
+ * the guest's), so its ping reports the unreachable host instead of
+ * timing out.
  */
 #include <errno.h>
 #include <unistd.h>
@@ -329,8 +331,29 @@ static void ping_reply(struct ctx *c, struct flow *fl, uint8_t *m, size_t len,
 		drop(c, DROP_TX_FULL);
 }
 
+/* ping_addrs6() - the ICMPv6 pseudo-header addresses of flow key k's
+ * echoes on the host (host[0]: the socket's local address, host[1] the
+ * peer) and as the guest sent them (guest[0], guest[1]). False if the
+ * socket has no local IPv6 address to tell. */
+static bool ping_addrs6(const struct ping_flow *pf, const struct flow_key *k,
+			struct in6_addr host[2], struct in6_addr guest[2])
+{
+	struct sockaddr_in6 sa;
+	socklen_t sl = sizeof(sa);
+
+	if (getsockname(pf->sock, (struct sockaddr *)&sa, &sl) ||
+	    sa.sin6_family != AF_INET6)
+		return false;
+	host[0] = sa.sin6_addr;
+	host[1] = pf->peer.a6;
+	guest[0] = k->a.a6;
+	guest[1] = k->b.a6;
+	return true;
+}
+
 /* ping_errors() - relay the errors queued on fl's socket to the guest,
- * each quoting its echo request with the guest's id. */
+ * each quoting its echo request as the guest sent it (its id, the
+ * checksum to match: icmp_echo_requote()). */
 static void ping_errors(struct ctx *c, struct flow *fl)
 {
 	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
@@ -339,16 +362,20 @@ static void ping_errors(struct ctx *c, struct flow *fl)
 		.src = k->a, .dst = k->b, .echo = true,
 		.payload = c->icmp.rxbuf,
 	};
+	struct in6_addr host6[2], guest6[2];
+	bool v6 = !inany_is4(&k->a);
 	struct icmp_err e;
 	int i;
 
 	o.host_dst = pf->peer;
+	if (v6 && !ping_addrs6(pf, k, host6, guest6))
+		v6 = false;	/* no local address: the id alone is fixed */
 	for (i = 0; i < ICMP_RX_BURST; i++) {
 		if (icmp_err_read(pf->sock, &e, c->icmp.rxbuf,
 				  ICMP_RX_BUF) <= 0)
 			break;
-		if (e.len >= ICMP_HLEN)
-			wr16(c->icmp.rxbuf + 4, pf->guest_id);
+		icmp_echo_requote(c->icmp.rxbuf, e.len, pf->guest_id,
+				  v6 ? host6 : NULL, v6 ? guest6 : NULL);
 		o.len = o.full_len = e.len;
 		if (icmp_err_to_guest(c, &e, &o))
 			c->icmp.errors++;

@@ -182,6 +182,36 @@ static union inany reporter(const struct ctx *c, const struct icmp_err *e,
 	return r;
 }
 
+/* csum_update() - RFC 1624 (eqn. 3): checksum field value check after
+ * the len bytes it covers change from from to to (even len, 16-bit
+ * aligned within the sum): HC' = ~(~HC + ~m + m'). */
+static uint16_t csum_update(uint16_t check, const void *from, const void *to,
+			    size_t len)
+{
+	uint32_t sum = (uint16_t)~check;
+
+	sum += csum_fold(csum_add(0, from, len));	/* ~m */
+	return csum_fold(csum_add(sum, to, len));
+}
+
+void icmp_echo_requote(uint8_t *m, size_t len, uint16_t id,
+		       const struct in6_addr *from6,
+		       const struct in6_addr *to6)
+{
+	uint8_t new_id[2];
+	uint16_t check;
+
+	if (len < ICMP_HLEN)
+		return;
+	wr16(new_id, id);
+	check = csum_update(rd16(m + 2), m + 4, new_id, 2);
+	if (from6 && to6)
+		check = csum_update(check, from6, to6,
+				    2 * sizeof(struct in6_addr));
+	memcpy(m + 4, new_id, 2);
+	wr16(m + 2, check);
+}
+
 /* quote_udp() - the guest's UDP header and payload at q (room: max
  * bytes); returns the bytes written. The checksum is correct when the
  * whole payload is known, else zero (nobody verifies a quote). */

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #include "flow.h"
 
@@ -44,6 +45,18 @@ struct icmp_err_orig {
  * payload going to buf (size bytes). Return 1 with *e filled, 0 when the
  * queue is empty, -errno on other failures. */
 int icmp_err_read(int fd, struct icmp_err *e, uint8_t *buf, size_t size);
+
+/* icmp_echo_requote() - make the echo request an error quotes (len
+ * bytes at m, maybe cut short) look as the guest sent it: the guest's
+ * id, and the checksum updated for the change alone (RFC 1624), so it
+ * verifies again over the whole message without needing all of it. For
+ * ICMPv6, whose checksum covers the addresses too, from6 and to6 (else
+ * NULL) are the (source, destination) pair the host socket used and the
+ * pair the guest did. Quotes shorter than an ICMP header stay as they
+ * are. */
+void icmp_echo_requote(uint8_t *m, size_t len, uint16_t id,
+		       const struct in6_addr *from6,
+		       const struct in6_addr *to6);
 
 /* icmp_err_to_guest() - send the guest the ICMP (IPv4 flows) or ICMPv6
  * error matching e about datagram o, quoting o within the minimum MTU.
