@@ -554,7 +554,8 @@ static enum drop_reason dhcp_request(struct ctx *c, const struct dhcp_req *r)
 	return dhcp_answer(c, r, DHCPACK);
 }
 
-enum drop_reason dhcp_input(struct ctx *c, const struct pkt *p)
+/* dhcp_msg() - one DHCP message from the guest (one datagram). */
+static enum drop_reason dhcp_msg(struct ctx *c, const struct pkt *p)
 {
 	struct dhcp_req r;
 	enum drop_reason d;
@@ -580,4 +581,9 @@ enum drop_reason dhcp_input(struct ctx *c, const struct pkt *p)
 	default:			/* BOOTP, server messages, unknown */
 		return DROP_DHCP_IGNORED;
 	}
+}
+
+enum drop_reason dhcp_input(struct ctx *c, const struct pkt *p)
+{
+	return udp_each_datagram(c, p, dhcp_msg);	/* USO: each message */
 }

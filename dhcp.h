@@ -11,7 +11,8 @@ struct conf;
 struct ctx;
 struct pkt;
 
-/* dhcp_input() - handle one validated frame for this service.
+/* dhcp_input() - handle one validated frame for this service (a UDP GSO
+ * frame: each datagram in it, see udp_each_datagram()).
  * Return: DROP_NONE if consumed, else the reason it was refused. */
 enum drop_reason dhcp_input(struct ctx *c, const struct pkt *p);
 

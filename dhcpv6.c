@@ -493,7 +493,8 @@ static enum drop_reason d6_assign(struct ctx *c, const struct pkt *p,
 	return d6_reply(c, p, r, type, r->n_ia ? -1 : ST_NOADDRS, true, true);
 }
 
-enum drop_reason dhcpv6_input(struct ctx *c, const struct pkt *p)
+/* d6_msg() - one DHCPv6 message from the guest (one datagram). */
+static enum drop_reason d6_msg(struct ctx *c, const struct pkt *p)
 {
 	enum drop_reason d;
 	struct d6_req r;
@@ -535,4 +536,9 @@ enum drop_reason dhcpv6_input(struct ctx *c, const struct pkt *p)
 	default:			/* server messages, relays */
 		return DROP_DHCP6_IGNORED;
 	}
+}
+
+enum drop_reason dhcpv6_input(struct ctx *c, const struct pkt *p)
+{
+	return udp_each_datagram(c, p, d6_msg);		/* USO: each message */
 }

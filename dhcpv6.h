@@ -7,7 +7,8 @@
 struct ctx;
 struct pkt;
 
-/* dhcpv6_input() - handle one validated frame for this service.
+/* dhcpv6_input() - handle one validated frame for this service (a UDP
+ * GSO frame: each datagram in it, see udp_each_datagram()).
  * Return: DROP_NONE if consumed, else the reason it was refused. */
 enum drop_reason dhcpv6_input(struct ctx *c, const struct pkt *p);
 

@@ -31,9 +31,9 @@
  *    e.g. on a route whose MTU the datagrams exceed, falls back to one
  *    datagram per message for good). A
  *    UDP GSO frame (USO, from a guest socket using UDP_SEGMENT) is
- *    queued as the datagrams it stands for, one per gso_size bytes.
- *    (DHCP and DHCPv6 see such a frame as one message: they read only
- *    the first one's bytes.)
+ *    queued as the datagrams it stands for, one per gso_size bytes;
+ *    DHCP and DHCPv6 get it the same way, one message per datagram
+ *    (udp_each_datagram()).
  *  - host -> guest: on readability, recvmmsg() receives up to UDP_BATCH
  *    datagrams straight into frames reserved in the guest tx batch
  *    (tap_tx_reserve_many()), each slot sized for the largest datagram
@@ -438,6 +438,32 @@ enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 	}
 	udp_queue(c, fl, p->payload, p->payload_len);
 	return DROP_NONE;
+}
+
+enum drop_reason udp_each_datagram(struct ctx *c, const struct pkt *p,
+				   enum drop_reason (*fn)(struct ctx *c,
+							  const struct pkt *d))
+{
+	struct pkt d = *p;
+	enum drop_reason r;
+	size_t off = 0;
+
+	if (p->gso != PKT_GSO_UDP || !p->gso_size)
+		return fn(c, p);
+	d.gso = PKT_GSO_NONE;
+	d.gso_size = 0;
+	for (;;) {
+		d.payload = p->payload + off;
+		d.payload_len = MIN((size_t)p->gso_size, p->payload_len - off);
+		d.l4len = UDP_HLEN + d.payload_len;
+		d.udp.len = (uint16_t)d.l4len;
+		off += d.payload_len;
+		r = fn(c, &d);
+		if (off >= p->payload_len)
+			return r;
+		if (r != DROP_NONE)
+			drop(c, r);
+	}
 }
 
 /* udp_pktinfo_set() - ask for source address src on a sendmsg (shared

@@ -67,6 +67,14 @@ void udp_init(struct ctx *c);
 /* udp_input() - one validated UDP datagram from the guest: find or create
  * its flow and queue it for udp_input_done(). */
 enum drop_reason udp_input(struct ctx *c, const struct pkt *p);
+/* udp_each_datagram() - hand fn(c, d) each datagram the validated UDP
+ * frame p stands for: p itself, or for a UDP GSO frame (USO) a copy of p
+ * per gso_size bytes of payload (the last maybe shorter), GSO cleared.
+ * fn's drop reasons are counted here, but for the last datagram's, which
+ * is returned (the caller counts it, as for any handler). */
+enum drop_reason udp_each_datagram(struct ctx *c, const struct pkt *p,
+				   enum drop_reason (*fn)(struct ctx *c,
+							  const struct pkt *d));
 /* udp_input_done() - end of an input batch: send the queued datagrams,
  * one sendmmsg() per flow. */
 void udp_input_done(struct ctx *c);

@@ -633,3 +633,44 @@ TEST(dhcp_dns_name_put)
 	b[64] = 0;
 	CHECK_EQ(dns_name_put(b + 100, 150, (char *)b), 0); /* label > 63 */
 }
+
+/* A UDP GSO frame (USO) from the guest carrying DHCP messages is handled
+ * like any USO frame: one message per gso_size bytes, each answered (or
+ * its drop counted), never one message made of them all. */
+TEST(dhcp_uso_frame_each_message)
+{
+	struct ctx *c = test_ctx();
+	uint8_t f[1200];
+	struct req q, two;
+	struct rep r;
+	struct pkt p;
+	size_t n;
+
+	req_init(&q, 1);
+	req_end(&q);
+	memcpy(two.b, q.b, q.len);
+	memcpy(two.b + q.len, q.b, q.len);
+	wr32(two.b + q.len + 4, 0x9abcdef0);		/* second xid */
+	two.len = 2 * q.len;
+	n = req_frame(f, &two, "0.0.0.0", "255.255.255.255");
+	CHECK(pkt_parse(f, n, true, &p) == DROP_NONE);
+	p.gso = PKT_GSO_UDP;
+	p.gso_size = (uint16_t)q.len;
+	CHECK_EQ(dhcp_input(c, &p), DROP_NONE);
+	CHECK_EQ(test_tx_n(c), 2);			/* two OFFERs */
+	CHECK(get_reply(c, 0, &r) && rd32(r.m + 4) == 0x12345678);
+	CHECK(get_reply(c, 1, &r) && rd32(r.m + 4) == 0x9abcdef0);
+	/* a malformed first message: counted, the second still answered */
+	test_tx_reset(c);
+	two.b[0] = 0;
+	n = req_frame(f, &two, "0.0.0.0", "255.255.255.255");
+	CHECK(pkt_parse(f, n, true, &p) == DROP_NONE);
+	p.gso = PKT_GSO_UDP;
+	p.gso_size = (uint16_t)q.len;
+	CHECK_EQ(dhcp_input(c, &p), DROP_NONE);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(get_reply(c, 0, &r) && rd32(r.m + 4) == 0x9abcdef0);
+	CHECK_EQ(c->stats.drops[DROP_DHCP_NOT_REQUEST] +
+		 c->stats.drops[DROP_DHCP_MALFORMED], 1);
+	test_ctx_free(c);
+}

@@ -69,19 +69,28 @@ static void msg_ia(struct msg *m, uint32_t iaid, const char *addr)
 	msg_opt(m, 3, v, len);
 }
 
-static void send_msg(struct ctx *c, const struct msg *m)
+/* msg_frame() - the guest's frame (at f, room: 2300 bytes) carrying m,
+ * copies times over in one UDP datagram; returns its length. */
+static size_t msg_frame(uint8_t *f, const struct msg *m, unsigned int copies)
 {
-	uint8_t l4[1100], f[1300];
-	size_t n;
+	uint8_t l4[2100];
+	size_t len = 8 + copies * m->len;
+	unsigned int i;
 
 	wr16(l4, 546);
 	wr16(l4 + 2, 547);
-	wr16(l4 + 4, (uint16_t)(8 + m->len));
+	wr16(l4 + 4, (uint16_t)len);
 	wr16(l4 + 6, 0);
-	memcpy(l4 + 8, m->b, m->len);
-	n = test_frame_ip6(f, "fe80::2", "ff02::1:2", IPPROTO_UDP, l4,
-			   8 + m->len);
-	test_input(c, f, n);
+	for (i = 0; i < copies; i++)
+		memcpy(l4 + 8 + i * m->len, m->b, m->len);
+	return test_frame_ip6(f, "fe80::2", "ff02::1:2", IPPROTO_UDP, l4, len);
+}
+
+static void send_msg(struct ctx *c, const struct msg *m)
+{
+	uint8_t f[2300];
+
+	test_input(c, f, msg_frame(f, m, 1));
 }
 
 struct rep {
@@ -585,5 +594,32 @@ TEST(dhcpv6_every_truncation)
 			CHECK_EQ(d, DROP_DHCP6_MALFORMED);
 	}
 	CHECK_EQ(test_tx_n(c), 3);
+	test_ctx_free(c);
+}
+
+/* A UDP GSO frame (USO) of two SOLICITs: two ADVERTISEs, one each. */
+TEST(dhcpv6_uso_frame_each_message)
+{
+	struct ctx *c = test_ctx();
+	uint8_t f[2300];
+	struct msg m;
+	struct rep r;
+	struct pkt p;
+	size_t n;
+
+	msg_init(&m, 1);
+	msg_ids(&m, false);
+	msg_ia(&m, 7, NULL);
+	send_msg(c, &m);		/* through tap.c: learns the guest */
+	CHECK_EQ(test_tx_n(c), 1);
+	test_tx_reset(c);
+	n = msg_frame(f, &m, 2);
+	CHECK(pkt_parse(f, n, true, &p) == DROP_NONE);
+	p.gso = PKT_GSO_UDP;
+	p.gso_size = (uint16_t)m.len;
+	CHECK_EQ(dhcpv6_input(c, &p), DROP_NONE);
+	CHECK_EQ(test_tx_n(c), 2);
+	CHECK(get_reply(c, 0, &r) && r.m[0] == 2);	/* ADVERTISE */
+	CHECK(get_reply(c, 1, &r) && r.m[0] == 2);
 	test_ctx_free(c);
 }
