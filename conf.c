@@ -92,6 +92,7 @@ static bool bad(struct pstate *ps, const char *fmt, ...)
 
 /* --- Generic handlers: the table's off/off6 name the field ------------- */
 
+/* h_flag() - set the bool at o->off. */
 static bool h_flag(struct conf *c, struct pstate *ps, const struct opt *o,
 		   const char *arg)
 {
@@ -111,6 +112,7 @@ static bool h_flag46(struct conf *c, struct pstate *ps, const struct opt *o,
 	return true;
 }
 
+/* h_unflag() - clear the bool at o->off. */
 static bool h_unflag(struct conf *c, struct pstate *ps, const struct opt *o,
 		     const char *arg)
 {
@@ -131,6 +133,7 @@ static bool h_ignore(struct conf *c, struct pstate *ps, const struct opt *o,
 	return true;
 }
 
+/* h_print() - something to print instead of running (o->off: which). */
 static bool h_print(struct conf *c, struct pstate *ps, const struct opt *o,
 		    const char *arg)
 {
@@ -152,12 +155,15 @@ static bool copy_str(struct pstate *ps, char *dst, size_t size,
 	return true;
 }
 
+/* h_path() - a path (< PATH_MAX) into the string at o->off. */
 static bool h_path(struct conf *c, struct pstate *ps, const struct opt *o,
 		   const char *arg)
 {
 	return copy_str(ps, FIELD(c, o->off, char), PATH_MAX, arg, "path");
 }
 
+/* h_ifname() - an interface name (< IFNAMSIZ, no '/' or space) into
+ * the string at o->off. */
 static bool h_ifname(struct conf *c, struct pstate *ps, const struct opt *o,
 		     const char *arg)
 {
@@ -183,6 +189,7 @@ static bool parse_ulong(const char *s, unsigned long max, unsigned long *v)
 	return !errno && !*end && *v <= max;
 }
 
+/* h_mtu() - -m: MTU_MIN..MTU_MAX. */
 static bool h_mtu(struct conf *c, struct pstate *ps, const struct opt *o,
 		  const char *arg)
 {
@@ -231,6 +238,7 @@ static bool h_log_size(struct conf *c, struct pstate *ps, const struct opt *o,
 	return true;
 }
 
+/* h_fd() - -F: a file descriptor number. */
 static bool h_fd(struct conf *c, struct pstate *ps, const struct opt *o,
 		 const char *arg)
 {
@@ -243,6 +251,7 @@ static bool h_fd(struct conf *c, struct pstate *ps, const struct opt *o,
 	return true;
 }
 
+/* h_socket() - -s: the UNIX socket path. */
 static bool h_socket(struct conf *c, struct pstate *ps, const struct opt *o,
 		     const char *arg)
 {
@@ -462,6 +471,7 @@ static bool h_mac(struct conf *c, struct pstate *ps, const struct opt *o,
 	return true;
 }
 
+/* h_interface() - -i: the host interface of both families. */
 static bool h_interface(struct conf *c, struct pstate *ps,
 			const struct opt *o, const char *arg)
 {
@@ -586,6 +596,7 @@ static bool h_name(struct conf *c, struct pstate *ps, const struct opt *o,
 
 /* --- Forwarding and namespaces ------------------------------------------ */
 
+/* h_fwd() - a port-forwarding spec into o->off (fwd_spec_parse()). */
 static bool h_fwd(struct conf *c, struct pstate *ps, const struct opt *o,
 		  const char *arg)
 {

@@ -257,6 +257,7 @@ static bool opt_put(struct dhcp_out *o, uint8_t code, const void *v,
 	return true;
 }
 
+/* opt_put16() - option code with a 16-bit value; false when full. */
 static bool opt_put16(struct dhcp_out *o, uint8_t code, uint16_t v)
 {
 	uint8_t b[2];
@@ -265,6 +266,7 @@ static bool opt_put16(struct dhcp_out *o, uint8_t code, uint16_t v)
 	return opt_put(o, code, b, 2);
 }
 
+/* opt_put32() - option code with a 32-bit value; false when full. */
 static bool opt_put32(struct dhcp_out *o, uint8_t code, uint32_t v)
 {
 	uint8_t b[4];
@@ -284,6 +286,8 @@ static bool prl_has(const struct dhcp_req *r, uint8_t code)
 	return false;
 }
 
+/* prefix_mask() - the IPv4 netmask of a prefix length (clamped to
+ * 0..32), host order. */
 static uint32_t prefix_mask(int prefix_len)
 {
 	if (prefix_len <= 0)

@@ -239,6 +239,7 @@ static size_t status_put(uint8_t *p, uint16_t st)
 	return 2 + n;
 }
 
+/* out_status() - a top-level Status Code option st (if it fits). */
 static void out_status(struct d6_out *o, uint16_t st)
 {
 	uint8_t *p = out_opt(o, OPT_STATUS, NULL, status_put(NULL, st));

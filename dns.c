@@ -35,6 +35,7 @@
 #include "log.h"
 #include "util.h"
 
+/* lo4() - is a in 127.0.0.0/8? */
 static bool lo4(struct in_addr a)
 {
 	return (ntohl(a.s_addr) >> 24) == 127;
@@ -52,6 +53,7 @@ static void push4(struct in_addr *list, int *n, struct in_addr a)
 		list[(*n)++] = a;
 }
 
+/* push6() - append a to list[*n] unless present or full. */
 static void push6(struct in6_addr *list, int *n, const struct in6_addr *a)
 {
 	int i;

@@ -1,4 +1,13 @@
-/* drop.c - names of drop reasons, counting, and the statistics dump. */
+/* drop.c - names of drop reasons, counting, and the statistics dump.
+ *
+ * Every frame ferry refuses goes through drop() with a reason from
+ * drop.h: a per-reason counter in c->stats, and with --trace a line per
+ * drop, at most 20 a second so a flood cannot flood the log too. The
+ * statistics dump (stats_log(): SIGUSR1, and at exit) prints the traffic
+ * totals, every non-zero drop counter by its stable name, then each
+ * module's counters, one "stats: MODULE name value ..." line each
+ * (stats_line(); tests parse these lines, test_stats.c pins them).
+ */
 #include <stdio.h>
 
 #include "ferry.h"

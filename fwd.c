@@ -47,6 +47,7 @@ struct range {
 	bool excl;
 };
 
+/* fail() - write "what 's'" (len bytes of s) into err; returns false. */
 static bool fail(char *err, size_t errlen, const char *what, const char *s,
 		 size_t len)
 {
@@ -239,6 +240,7 @@ static void apply_excl(struct fwd_spec *f)
 		f->map[w] &= ~f->excl[w];
 }
 
+/* has_ports() - does spec f forward any port? */
 static bool has_ports(const struct fwd_spec *f)
 {
 	unsigned int w;

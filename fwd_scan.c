@@ -35,6 +35,7 @@
 #define SCAN_BUF	8192
 #define SCAN_LINE_MAX	512		/* real lines are ~150 characters */
 
+/* hexval() - value of hex digit ch, -1 if it is none. */
 static int hexval(char ch)
 {
 	if (ch >= '0' && ch <= '9')

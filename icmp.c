@@ -60,6 +60,7 @@ struct ping_flow {
 	struct timespec last;		/* last request or reply */
 };
 
+/* ping_of() - the private part of FLOW_PING flow fl. */
 static struct ping_flow *ping_of(struct flow *fl)
 {
 	return FLOW_PRIV(fl, struct ping_flow);

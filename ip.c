@@ -170,6 +170,8 @@ static bool l4_csum_ok(const struct pkt *p)
 	return csum_l4_4(p->src4, p->dst4, p->l4proto, p->l4, p->l4len) == 0;
 }
 
+/* parse_tcp() - TCP header at p->l4: data offset within l4len, options
+ * bounded (tcp_opts_parse()); fills p->tcp and the payload. */
 static enum drop_reason parse_tcp(struct pkt *p)
 {
 	struct tcp_view *t = &p->tcp;
@@ -193,6 +195,9 @@ static enum drop_reason parse_tcp(struct pkt *p)
 	return DROP_NONE;
 }
 
+/* parse_udp() - UDP header at p->l4: length field equal to l4len,
+ * checksum verified if verify (zero: none on IPv4, always refused on
+ * IPv6); fills p->udp and the payload. */
 static enum drop_reason parse_udp(struct pkt *p, bool verify)
 {
 	const uint8_t *b = p->l4;
@@ -214,6 +219,8 @@ static enum drop_reason parse_udp(struct pkt *p, bool verify)
 	return DROP_NONE;
 }
 
+/* parse_icmp() - ICMP/ICMPv6 header at p->l4, checksum verified if
+ * verify; fills p->icmp (id and seq for echo messages). */
 static enum drop_reason parse_icmp(struct pkt *p, bool verify)
 {
 	const uint8_t *b = p->l4;
@@ -397,6 +404,7 @@ bool in4_is_mcast_or_bcast(struct in_addr a)
 	return IN_MULTICAST(h) || h == INADDR_BROADCAST;
 }
 
+/* in6_is_mcast() - is a multicast (ff00::/8)? */
 bool in6_is_mcast(const struct in6_addr *a)
 {
 	return a->s6_addr[0] == 0xff;

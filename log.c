@@ -76,6 +76,8 @@ static void file_write(const char *line, size_t len)
 		log_sink.file_used += len;
 }
 
+/* log_vmsg() - format one line (cut at 1 KiB) and write it to the
+ * sinks: file or syslog, and stderr when neither is set or when asked. */
 __attribute__((format(printf, 2, 0)))
 static void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 {
@@ -103,6 +105,7 @@ static void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	}
 }
 
+/* log_msg() - see log.h: drop above the level, else log_vmsg(). */
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
 	va_list ap;

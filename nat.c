@@ -21,6 +21,7 @@
 #include "pkt.h"
 #include "util.h"
 
+/* v4_set() - is a configured (not 0.0.0.0)? */
 static bool v4_set(struct in_addr a)
 {
 	return a.s_addr != INADDR_ANY;

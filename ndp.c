@@ -96,6 +96,7 @@ static void mcast_mac(const struct in6_addr *a, uint8_t mac[6])
 	memcpy(mac + 2, a->s6_addr + 12, 4);
 }
 
+/* all_nodes() - ff02::1, the all-nodes multicast address. */
 static void all_nodes(struct in6_addr *a)
 {
 	memset(a, 0, sizeof(*a));

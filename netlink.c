@@ -489,6 +489,8 @@ struct link_q {
 	uint8_t mac[6];
 };
 
+/* link_parse() - nl_xfer() callback: name, MTU and MAC of the link
+ * q->ifindex from an RTM_NEWLINK message, if it is that link. */
 static void link_parse(const struct nlmsghdr *nh, void *arg)
 {
 	const struct ifinfomsg *ifi = NLMSG_DATA(nh);

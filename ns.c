@@ -101,6 +101,7 @@ struct ns_task {
 	int rc;
 };
 
+/* pidfd_open_() - pidfd_open(2) (no libc wrapper everywhere). */
 static int pidfd_open_(pid_t pid)
 {
 	return (int)syscall(SYS_pidfd_open, pid, 0);

@@ -89,6 +89,9 @@ static void stream_set_backlog(struct ctx *c, bool backlog)
 		warn("guest stream: epoll: %s", strerror(errno));
 }
 
+/* stream_rx() - link_ops rx: whole frames into c->link.rx (see the
+ * top of the file); frames read, 0 if none, -1 if the peer went away
+ * or broke the framing. */
 static int stream_rx(struct ctx *c)
 {
 	struct rx_batch *rx = &c->link.rx;
@@ -193,6 +196,7 @@ static int stream_flush(struct ctx *c)
 	return 0;
 }
 
+/* stream_fill_prefix() - the 4-byte big-endian length of a frame. */
 static void stream_fill_prefix(uint8_t *pfx, size_t len)
 {
 	wr32(pfx, (uint32_t)len);

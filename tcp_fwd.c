@@ -62,17 +62,20 @@
 #define LFD_SLOTS	(2 * 2 * 65536)
 #define LFD_NEW		(1 << 30)	/* opened, not yet registered */
 
+/* lfd_idx() - index of the listener of (dir, family, port) in lfd. */
 static size_t lfd_idx(enum tcp_fwd_dir dir, bool v6, unsigned int port)
 {
 	return ((size_t)dir * 2 + v6) * 65536 + port;
 }
 
+/* spec_of() - the forwarding spec of direction dir (-t or -T). */
 static const struct fwd_spec *spec_of(const struct ctx *c,
 				      enum tcp_fwd_dir dir)
 {
 	return dir == TCP_FWD_IN ? &c->conf.tcp_in : &c->conf.tcp_out;
 }
 
+/* family_on() - is IPv6 (v6) or IPv4 enabled? */
 static bool family_on(const struct ctx *c, bool v6)
 {
 	return v6 ? c->conf.ip6.enabled : c->conf.ip4.enabled;
@@ -128,11 +131,13 @@ static bool bind_addr(const struct ctx *c, enum tcp_fwd_dir dir, bool v6,
 	return true;
 }
 
+/* in_map() - is port set in a FWD_BITMAP_WORDS bitmap? */
 static bool in_map(const uint64_t *map, uint16_t port)
 {
 	return map[port / 64] >> (port % 64) & 1;
 }
 
+/* opt_name() - the option of direction dir, for messages. */
 static const char *opt_name(enum tcp_fwd_dir dir)
 {
 	return dir == TCP_FWD_IN ? "-t" : "-T";

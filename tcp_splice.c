@@ -68,6 +68,7 @@ struct tcp_splice {
 
 _Static_assert(sizeof(struct tcp_splice) <= FLOW_PRIV_SIZE, "fits a flow");
 
+/* spl_of() - the private part of spliced flow fl. */
 static struct tcp_splice *spl_of(struct flow *fl)
 {
 	return FLOW_PRIV(fl, struct tcp_splice);

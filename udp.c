@@ -111,6 +111,7 @@ static size_t payload_max(const struct ctx *c, bool v6)
 	return MIN(mtu - hdr, v6 ? UDP_PAYLOAD_MAX6 : UDP_PAYLOAD_MAX4);
 }
 
+/* frame_hdrlen() - Ethernet, IP and UDP header bytes of a frame. */
 static size_t frame_hdrlen(bool v6)
 {
 	return ETH_HLEN_ + (v6 ? IP6_HLEN : IP4_HLEN) + UDP_HLEN;
@@ -118,6 +119,7 @@ static size_t frame_hdrlen(bool v6)
 
 /* --- LRU list of flows ----------------------------------------------- */
 
+/* lru_unlink() - take flow fl out of the LRU list. */
 static void lru_unlink(struct ctx *c, struct flow *fl)
 {
 	struct udp_flow *u = UDP_FLOW(fl);
@@ -134,6 +136,7 @@ static void lru_unlink(struct ctx *c, struct flow *fl)
 	u->lru_prev = u->lru_next = FLOW_NONE;
 }
 
+/* lru_append() - put flow fl at the tail (most recently active). */
 static void lru_append(struct ctx *c, struct flow *fl)
 {
 	struct udp_flow *u = UDP_FLOW(fl);

@@ -71,11 +71,13 @@
 #define UDP_SCAN_MS	1000
 #define KEY_TAG_NS	1	/* flow_key pad[0]: namespace-listener key */
 
+/* dir_spec() - the forwarding spec of direction dir (-u or -U). */
 static const struct fwd_spec *dir_spec(const struct ctx *c, unsigned int dir)
 {
 	return dir == UDP_FWD_OUT ? &c->conf.udp_out : &c->conf.udp_in;
 }
 
+/* inany_loopback() - 127.0.0.1 or ::1 into a. */
 static void inany_loopback(union inany *a, bool v6)
 {
 	struct in_addr lo = { htonl(INADDR_LOOPBACK) };
@@ -262,6 +264,8 @@ struct splice_out {
 	struct iovec iov[UDP_BATCH];
 };
 
+/* splice_out_add() - queue len bytes at data for loopback flow fl as
+ * the next message of batch o (the caller checks there is room). */
 static void splice_out_add(struct splice_out *o, const struct ctx *c,
 			   const struct flow *fl, void *data, size_t len)
 {
@@ -562,6 +566,7 @@ struct listen_job {
 	uint16_t fatal_port;
 };
 
+/* udp_opt() - the option of direction dir, for messages. */
 static const char *udp_opt(unsigned int dir)
 {
 	return dir == UDP_FWD_OUT ? "-U" : "-u";

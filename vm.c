@@ -93,6 +93,9 @@ static bool stale_socket(const char *path)
 	return stale;
 }
 
+/* listen_socket() - the listening socket: at -s PATH, else at the first
+ * free /tmp/ferry_N.socket (stored in f); stale sockets (nobody accepting)
+ * are replaced. Dies when none can be had. */
 static int listen_socket(struct conf *f)
 {
 	char path[sizeof(f->socket_path)];

@@ -9,11 +9,13 @@
 #include "util.h"
 #include "vnet.h"
 
+/* le16_rd() - little-endian 16-bit field at p (virtio 1.x). */
 static uint16_t le16_rd(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | p[1] << 8);
 }
 
+/* le16_wr() - store v little-endian at p. */
 static void le16_wr(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
