@@ -22,7 +22,8 @@ import vmchecks
 from conftest import FERRY, HOST4, wait_for
 from test_vm import INBOUND
 from vmguest import (FerryVM, GuestSession, boot_twice, build_guest,
-                     host_side, host_side_stop, inbound_client, sha)
+                     ferry_vms, host_side, host_side_stop, inbound_client,
+                     sha)
 
 GET_FEATURES, SET_FEATURES, SET_OWNER = 1, 2, 3
 SET_VRING_NUM, GET_PROTOCOL_FEATURES, GET_QUEUE_NUM = 8, 15, 17
@@ -89,18 +90,8 @@ class FrontEnd:
 @pytest.fixture
 def vu(tmp_path):
     """Factory: vu(args=(), **kw) -> FerryVM with --vhost-user."""
-    started = []
-
-    def start(args=(), **kw):
-        d = tmp_path / f"vu{len(started)}"
-        d.mkdir()
-        f = FerryVM(d, ["--vhost-user"] + list(args), **kw)
-        started.append(f)
-        return f
-
-    yield start
-    for f in started:
-        f.stop()
+    with ferry_vms(tmp_path, "vu", ["--vhost-user"]) as start:
+        yield start
 
 
 def test_features_offered(vu):

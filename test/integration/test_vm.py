@@ -27,9 +27,9 @@ import vmchecks
 from vmguest import (FRAME_MAX, FerryVM, GuestSession, StreamClient,
                      arp_reply_for, arp_request, boot_twice, build_guest,
                      dhcp6_parse, dhcp6_solicit, dhcp_discover, dhcp_parse,
-                     dns_answer, ferry_stats, host_side, host_side_stop,
-                     inbound_client, is_arp_reply, sha, tcp_source,
-                     tftp_handler)
+                     dns_answer, ferry_stats, ferry_vms, host_side,
+                     host_side_stop, inbound_client, is_arp_reply, sha,
+                     tcp_source, tftp_handler)
 
 OUR_MAC_LEN = 6
 
@@ -37,18 +37,8 @@ OUR_MAC_LEN = 6
 @pytest.fixture
 def vm(tmp_path):
     """Factory: vm(args=(), **kw) -> FerryVM, stopped after the test."""
-    started = []
-
-    def start(args=(), **kw):
-        d = tmp_path / f"vm{len(started)}"
-        d.mkdir()
-        f = FerryVM(d, args, **kw)
-        started.append(f)
-        return f
-
-    yield start
-    for f in started:
-        f.stop()
+    with ferry_vms(tmp_path, "vm") as start:
+        yield start
 
 
 def arp_works(client, target=GW4):

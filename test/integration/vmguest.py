@@ -9,6 +9,7 @@ length followed by the frame (qemu's -netdev stream/socket). StreamClient
 checks every length it receives: a framing error anywhere in what ferry
 sends fails the test at once.
 """
+import contextlib
 import hashlib
 import os
 import re
@@ -80,6 +81,27 @@ class FerryVM(Ferry):
         """Drop counters from the exit statistics: {reason: count}."""
         return {m.group(1): int(m.group(2)) for m in
                 re.finditer(r"stats: drop (\S+) (\d+)", self.output())}
+
+
+@contextlib.contextmanager
+def ferry_vms(tmp_path, name, base=()):
+    """A factory for a test's fixture: start(args=(), **kw) -> FerryVM
+    with base + args, each in its own directory tmp_path/NAME<i>; all are
+    stopped when the block ends."""
+    started = []
+
+    def start(args=(), **kw):
+        d = tmp_path / f"{name}{len(started)}"
+        d.mkdir()
+        f = FerryVM(d, list(base) + list(args), **kw)
+        started.append(f)
+        return f
+
+    try:
+        yield start
+    finally:
+        for f in started:
+            f.stop()
 
 
 def _is_socket(path):
