@@ -339,7 +339,7 @@ static void ping_reply(struct ctx *c, struct flow *fl, uint8_t *m, size_t len,
 static bool ping_addrs6(const struct ping_flow *pf, const struct flow_key *k,
 			struct in6_addr host[2], struct in6_addr guest[2])
 {
-	struct sockaddr_in6 sa;
+	struct sockaddr_in6 sa = { 0 };
 	socklen_t sl = sizeof(sa);
 
 	if (getsockname(pf->sock, (struct sockaddr *)&sa, &sl) ||
