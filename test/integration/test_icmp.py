@@ -7,12 +7,14 @@ by net.ipv4.ping_group_range ferry warns once and forwards nothing.
 """
 import re
 import stat
+import struct
 import subprocess
 
 import pytest
 
 import conftest
 from conftest import GW4, require
+from vmguest import csum
 
 PING = ["ping", "-n", "-i", "0.2"]
 
@@ -178,3 +180,55 @@ def test_no_icmp_option(ferry_ns):
     assert "ping_group_range" not in log, log
     m = re.search(r"drop ICMP_DISABLED (\d+)", log)
     assert m and int(m.group(1)) >= 2, log
+
+
+def pcap_frames(path):
+    """The frames of a classic pcap file (ferry's --pcap: host order)."""
+    data = path.read_bytes()
+    pos, out = 24, []
+    while pos + 16 <= len(data):
+        incl = struct.unpack("<I", data[pos + 8:pos + 12])[0]
+        out.append(data[pos + 16:pos + 16 + incl])
+        pos += 16 + incl
+    return out
+
+
+def quoted_echoes6(frames):
+    """(guest's echo id, checksum verifies) for each ICMPv6 destination
+    unreachable to the guest that quotes a whole echo request."""
+    out = []
+    for fr in frames:
+        if len(fr) < 14 + 40 + 8 + 40 + 8 or fr[12:14] != b"\x86\xdd" or \
+                fr[20] != 58 or fr[54] != 1:
+            continue
+        q = fr[62:]				# the quoted IPv6 packet
+        plen, nh = struct.unpack(">HB", q[4:7])
+        msg = q[40:]
+        if nh != 58 or msg[0] != 128 or len(msg) != plen:
+            continue
+        pseudo = q[8:40] + struct.pack(">IxxxB", plen, 58)
+        out.append((struct.unpack(">H", msg[4:6])[0],
+                    csum(pseudo + msg) == 0))
+    return out
+
+
+def test_relayed_error_quotes_echo_as_sent(ferry_ns, tmp_path):
+    """Nobody answers neighbour discovery for an on-link address: the host
+    reports "address unreachable" to ferry's ping socket, and the guest
+    gets it quoting its echo request as it sent it: its own id, and a
+    checksum that verifies (the host's quote had the kernel's id, with a
+    checksum over the host socket's addresses)."""
+    require("ping")
+    cap = tmp_path / "err.pcap"
+    f = ferry_ns(args=["--pcap", str(cap)])
+    _, dev = gw6(f)
+    wait_ll_ready(f, dev)
+    r = ping6(f, "2001:db8::77", n=5, check=False)
+    assert received(r.stdout) == 0, r.stdout
+    echoes = conftest.wait_for(lambda: quoted_echoes6(pcap_frames(cap)), 15,
+                               "an ICMPv6 error quoting an echo request")
+    assert all(ok for _, ok in echoes), echoes
+    ids = {struct.unpack(">H", fr[58:60])[0] for fr in pcap_frames(cap)
+           if len(fr) >= 62 and fr[12:14] == b"\x86\xdd" and fr[20] == 58
+           and fr[54] == 128}			# the guest's requests
+    assert {i for i, _ in echoes} <= ids, (echoes, ids)
