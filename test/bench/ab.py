@@ -11,7 +11,8 @@ rotated every round. The report: each variant's median p50 per workload,
 its lowest p50 (a run that found the machine quiet: under load the runs
 are bimodal, ~60 us when a CPU is free, 200-350 us when not), and the
 median over the rounds of its p50 divided by the first variant's p50 in
-the same round (below 1: faster than the first).
+the same round (below 1: faster than the first; the HTTP rows are
+rates, and "lowest" is their worst run).
 
 Variants (arguments), each LABEL=SPEC[+CMD]:
   veth, pasta             the bench's backends (backends.py)
@@ -21,7 +22,9 @@ Variants (arguments), each LABEL=SPEC[+CMD]:
                           (e.g. +"tc qdisc replace dev uplink0 root noqueue")
 
 Workloads (AB_ONLY: regex on the names): sp4 (sockperf ping-pong, IPv4,
-the bench's row), pp4 and pp6 (test/bench/pingpong.c). AB_ROUNDS
+the bench's row), pp4 and pp6 (test/bench/pingpong.c), hc4 and hk4 (the
+bench's HTTP rows, wrk -c8 against nginx: Connection: close and
+keep-alive, requests/s: above 1 is faster there). AB_ROUNDS
 (default 6), AB_TIME (seconds per run, default 2).
 """
 import os
@@ -64,10 +67,21 @@ def workloads(pingpong):
         ("sp4", "sockperf", lambda be, t: measure.sockperf(be, "4", t)),
         ("pp4", "pingpong", lambda be, t: measure.pingpong(be, "4", t, pingpong)),
         ("pp6", "pingpong", lambda be, t: measure.pingpong(be, "6", t, pingpong)),
+        ("hc4", "nginx", lambda be, t: measure.wrk(be, "4", t, True)),
+        ("hk4", "nginx", lambda be, t: measure.wrk(be, "4", t, False)),
     ]
 
 
-def report(labels, res):
+def unit(w):
+    """The unit of workload w's figure."""
+    return "req/s" if w.startswith("h") else "us"
+
+
+def report(labels, res, cpu):
+    """Per workload and variant: the median figure, the median ratio to the
+    first variant within a round, the runs; and for the HTTP rows the
+    translator's CPU time per request (its own, so less moved by the
+    machine's load than the rate)."""
     for w, per in res.items():
         base = per[labels[0]]
         print(f"{w}:")
@@ -78,8 +92,12 @@ def report(labels, res):
             low = f"{min(vals):7.1f}" if vals else "    n/a"
             rat = f"{statistics.median(ratios):.3f}" if ratios else "n/a"
             runs = " ".join(f"{v:.1f}" if v else "-" for v in per[lab])
-            print(f"  {lab:12s} p50 median {med} us, lowest {low}  x {labels[0]}: {rat}"
+            what = "median" if w.startswith("h") else "p50 median"
+            print(f"  {lab:12s} {what} {med} {unit(w)}, lowest {low}  x {labels[0]}: {rat}"
                   f"   runs {runs}")
+            if cpu[w][lab]:
+                print(f"  {'':12s} CPU {statistics.median(cpu[w][lab]):.1f} us per request "
+                      f"(runs {' '.join(f'{x:.0f}' for x in cpu[w][lab])})")
 
 
 def main():
@@ -104,6 +122,7 @@ def main():
     servers = measure.Servers(out, pingpong)
     wls = [w for w in workloads(pingpong) if not only or re.search(only, w[0])]
     res = {w[0]: {lab: [] for lab in labels} for w in wls}
+    cpu = {w[0]: {lab: [] for lab in labels} for w in wls}	# us per request
     with open("/proc/loadavg") as f:
         print("load average at start:", " ".join(f.read().split()[:3]), flush=True)
     for rnd in range(rounds):
@@ -115,12 +134,14 @@ def main():
             for lab in order:
                 v = fn(bes[lab], secs)
                 res[name][lab].append(v["value"])
+                if v.get("cpu") is not None and v.get("requests"):
+                    cpu[name][lab].append(v["cpu"] * 1e6 / v["requests"])
                 print(f"round {rnd + 1} {name} {lab}: "
                       f"{v['value'] if v['value'] is not None else v['error']}",
                       file=sys.stderr, flush=True)
     with open("/proc/loadavg") as f:
         print("load average at end:", " ".join(f.read().split()[:3]))
-    report(labels, res)
+    report(labels, res, cpu)
     for be in bes.values():
         be.stop()
 
