@@ -399,13 +399,15 @@ static int tcp_sock_connect(const struct ctx *c, const union inany *dst,
 	bool v4 = inany_is4(dst);
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in a4 = { .sin_family = AF_INET };
-	int s, e;
+	int s, e, one = 1;
 
 	s = socket(v4 ? AF_INET : AF_INET6,
 		   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (s < 0)
 		return -errno;
-	tcp_sock_opts(s);
+	/* SO_KEEPALIVE only once the connection lived TCP_KA_ARM_MS
+	 * (tcp_timer()): a short one never needs it. */
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (v4 && !in4_is_unspec(&c->conf.ip4.outbound)) {
 		a4.sin_addr = c->conf.ip4.outbound;
 		bind(s, (struct sockaddr *)&a4, sizeof(a4));
@@ -500,6 +502,7 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 	conn->seq_to_guest = seq_add(conn->isn_to_guest, 1);
 	conn->seq_acked_by_guest = conn->seq_to_guest;
 	conn->last_ms = tcp_now_ms(c);
+	conn->ka_ms = conn->last_ms + TCP_KA_ARM_MS;
 	if (tcp_ep_add(c, fl)) {
 		tcp_rst_reply(c, p);
 		tcp_conn_close(c, fl, true);
@@ -863,7 +866,12 @@ static void tcp_fin_to_host(struct ctx *c, struct flow *fl)
 	(void)c;
 	if ((conn->flags & TCP_C_GUEST_FIN) && !(conn->flags & TCP_C_SHUT_WR) &&
 	    seq_eq(conn->seq_from_guest, conn->seq_fin_from_guest)) {
-		shutdown(conn->sock, SHUT_WR);
+		/* With our FIN acknowledged, both directions are through:
+		 * the caller's tcp_conn_finished() closes the socket, and
+		 * close() sends the FIN (the host closed first, e.g. HTTP
+		 * Connection: close: one system call less). */
+		if (!(conn->flags & TCP_C_FIN_ACKED))
+			shutdown(conn->sock, SHUT_WR);
 		conn->flags |= TCP_C_SHUT_WR | TCP_C_ACK_NOW;
 		conn->seq_from_guest = seq_add(conn->seq_from_guest, 1);
 	}
@@ -1119,6 +1127,18 @@ static bool tcp_conn_timeout(struct ctx *c, struct flow *fl)
 	}
 }
 
+/* tcp_keepalive_arm() - host-side keepalives (the kernel's, SO_KEEPALIVE)
+ * for a connection that lived TCP_KA_ARM_MS: they only matter after hours
+ * of silence (tcp_keepalive_time), so setting the option late changes
+ * nothing but the system call a short connection no longer makes. */
+static void tcp_keepalive_arm(struct tcp_conn *conn)
+{
+	int one = 1;
+
+	setsockopt(conn->sock, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	conn->ka_ms = 0;
+}
+
 void tcp_timer(struct ctx *c)
 {
 	int64_t now = tcp_now_ms(c), next = INT64_MAX;
@@ -1144,6 +1164,8 @@ void tcp_timer(struct ctx *c)
 			if (tcp_conn_timeout(c, fl))
 				continue;
 		}
+		if (conn->ka_ms && now >= conn->ka_ms)
+			tcp_keepalive_arm(conn);
 		if (now - conn->last_ms >= TCP_IDLE_MS) {
 			c->tcp.st.timeouts++;
 			tcp_reset_both(c, fl);
@@ -1155,6 +1177,8 @@ void tcp_timer(struct ctx *c)
 		}
 		if (conn->timer_ms)
 			next = MIN(next, conn->timer_ms);
+		if (conn->ka_ms)
+			next = MIN(next, conn->ka_ms);
 		next = MIN(next, conn->last_ms + TCP_IDLE_MS);
 	}
 	if (next != INT64_MAX) {

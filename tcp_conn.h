@@ -120,6 +120,8 @@ struct tcp_conn {
 
 	int64_t timer_ms;		/* deadline on the tcp clock, 0: none */
 	int64_t last_ms;		/* last activity, for inactivity */
+	int64_t ka_ms;			/* SO_KEEPALIVE due (tcp_timer()), 0:
+					 * set (or inherited from a listener) */
 
 	/* Our ACKs to the guest (delayed ACK, tcp.c) */
 	seq_t ack_sent;			/* ACK field of our last segment */
@@ -161,6 +163,7 @@ struct pkt;
 #define TCP_RTO_MAX_MS		10000
 #define TCP_DATA_RETRIES	10	/* then the connection is reset */
 #define TCP_IDLE_MS		(2 * 3600 * 1000)	/* inactivity */
+#define TCP_KA_ARM_MS		30000	/* connection age for SO_KEEPALIVE */
 #define TCP_STUCK_MS		1000	/* zero-window detection delay */
 #define TCP_WS_TO_GUEST		9	/* our window scale: 32 MiB max */
 #define TCP_WND_SEGS		256	/* window to the guest: max segments */

@@ -1455,3 +1455,42 @@ TEST(tcp_conn_guest_fin_then_host_data)
 	close(ls);
 	tcp_test_free(c);
 }
+
+/* so_keepalive() - SO_KEEPALIVE of the connection's host socket. */
+static int so_keepalive(struct ctx *c)
+{
+	struct flow *fl = flow_first(&c->flows, FLOW_TCP);
+	int v = -1;
+	socklen_t sl = sizeof(v);
+
+	if (!fl || getsockopt(FLOW_PRIV(fl, struct tcp_conn)->sock, SOL_SOCKET,
+			      SO_KEEPALIVE, &v, &sl))
+		return -1;
+	return v;
+}
+
+/* Host-side keepalives are set once a connection lived TCP_KA_ARM_MS (a
+ * short one never makes the call), by the timer scan that a later
+ * deadline schedules. */
+TEST(tcp_conn_keepalive_late)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40043 };
+	int ls = listener(false, &g.dport), a, ms;
+	uint32_t isn;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK_EQ(so_keepalive(c), 0);
+	for (ms = 0; ms < TCP_KA_ARM_MS - 1000; ms += 1000) {
+		advance(c, 1000);
+		guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);	/* not idle */
+	}
+	CHECK_EQ(so_keepalive(c), 0);
+	CHECK(c->tcp.scan_ms && c->tcp.scan_ms <= tcp_now_ms(c) + 1000);
+	advance(c, 1001);
+	CHECK_EQ(so_keepalive(c), 1);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
