@@ -49,6 +49,25 @@ static void kick_self(const struct virtq *q)
 		debug("vhost-user: self-kick: %s", strerror(errno));
 }
 
+/* kick_read() - consume the transmit ring's kick. An end of file or an
+ * error means the front-end passed something other than an eventfd: it
+ * would stay readable and spin the loop, so the ring stops (counted)
+ * until the front-end starts it again. Returns false then. */
+static bool kick_read(struct ctx *c, struct virtq *q)
+{
+	uint64_t ev;
+	ssize_t n = read(q->kick_fd, &ev, sizeof(ev));
+
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+		return true;
+	warn("vhost-user: transmit kick fd %s: ring stopped",
+	     n ? strerror(errno) : "at end of file");
+	ep_del(c, q->kick_fd);
+	q->broken = true;
+	drop(c, DROP_VU_RING);
+	return false;
+}
+
 /* take_chain() - copy one transmit chain into rx at *off; returns
  * DROP_NONE with the frame recorded, or why it was refused. */
 static enum drop_reason take_chain(struct rx_batch *rx, size_t *off,
@@ -74,13 +93,11 @@ static int vu_rx(struct ctx *c)
 	struct rx_batch *rx = &c->link.rx;
 	struct vq_elem e;
 	size_t off = 0;
-	uint64_t ev;
 
 	rx->n = 0;
 	rx->more = false;
-	if (q->kick_fd >= 0 && read(q->kick_fd, &ev, sizeof(ev)) < 0 &&
-	    errno != EAGAIN)
-		debug("vhost-user: kick: %s", strerror(errno));
+	if (q->kick_fd >= 0 && !kick_read(c, q))
+		return 0;
 	while (rx->n < RX_FRAMES_MAX && off + VU_SLOT <= RX_BUF_SIZE) {
 		enum drop_reason r;
 		int k = virtq_pop(q, &d->mem, false, &e);

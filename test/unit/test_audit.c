@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
@@ -202,6 +204,41 @@ TEST(audit_vu_broken_ring_restarts)
 	CHECK_EQ(q->used->ring[(q->used_idx - 1) & (A_NUM - 1)].id, 1);
 	close(q->kick_fd);
 	q->kick_fd = -1;
+	vu_ctx_free(c);
+	free(host);
+}
+
+/* A transmit kick "eventfd" that is really a pipe at end of file stays
+ * readable: the loop would spin on it forever. The ring stops instead,
+ * and the fd leaves the loop. */
+TEST(audit_vu_kick_fd_eof_stops_ring)
+{
+	uint8_t *host = calloc(1, A_SIZE);
+	struct ctx *c = vu_ctx(host);
+	struct virtq *q = &c->link.vu->vq[VU_TXQ];
+	union eref ref = { .type = EREF_LINK };
+	struct epoll_event ev;
+	int p[2];
+
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(!pipe2(p, O_NONBLOCK | O_CLOEXEC));
+	close(p[1]);
+	q->num = A_NUM;
+	q->desc_uva = A_UVA + 0x4000;
+	q->avail_uva = A_UVA + 0x5000;
+	q->used_uva = A_UVA + 0x6000;
+	q->addr_set = q->started = q->enabled = true;
+	CHECK(virtq_map(q, &c->link.vu->mem));
+	q->kick_fd = p[0];
+	CHECK(!ep_add(c, p[0], EPOLLIN, ref));
+	CHECK_EQ(epoll_wait(c->epfd, &ev, 1, 0), 1);
+	CHECK_EQ(link_vu_ops.rx(c), 0);
+	CHECK(q->broken);
+	CHECK_EQ(c->stats.drops[DROP_VU_RING], 1);
+	CHECK_EQ(epoll_wait(c->epfd, &ev, 1, 0), 0);
+	close(p[0]);
+	close(c->epfd);
+	c->epfd = -1;
 	vu_ctx_free(c);
 	free(host);
 }
