@@ -56,6 +56,10 @@ struct tcp_fwd_state {
 	int pool[2][TCP_SPLICE_POOL];
 	unsigned int pool_n[2];
 	struct tcp_fwd_stats st;
+	/* An fd held in reserve (/dev/null, -1: none): closed to accept and
+	 * refuse one connection when ferry is out of fds, so a listener
+	 * with connections waiting does not stay readable forever. */
+	int spare_fd;
 };
 
 /* tcp_fwd_init() - open the listeners of -t and -T, and the /proc files

@@ -116,3 +116,63 @@ def test_syn_flood_bounded_then_connection_works(ferry_ns):
     log = f.logpath.read_text(errors="replace")
     assert rc == 0 and "Sanitizer" not in log, log
     print(log)
+
+
+HOLD_SERVER = r"""
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(1024)
+held = []
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    held.append(c)
+"""
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])      # utime + stime
+
+
+def test_accept_without_fds_does_not_spin(ferry_ns, tmp_path, monkeypatch):
+    """ferry out of file descriptors (here: a low limit and a guest server
+    holding every forwarded connection) while more connections wait on a
+    forwarded port: accept() fails with EMFILE, the listener stays
+    readable, and the loop must not spin on it at full CPU."""
+    import os
+    import subprocess
+    import time
+    wrap = tmp_path / "ferry-lowfd"
+    wrap.write_text(f"#!/bin/sh\nulimit -n 64\nexec {conftest.FERRY} \"$@\"\n")
+    wrap.chmod(0o755)
+    monkeypatch.setattr(conftest, "FERRY", str(wrap))
+    port = 40091
+    f = ferry_ns(args=["-t", str(port), "-T", "none"])
+    srv = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                            "--preserve-credentials", "python3", "-c",
+                            HOLD_SERVER, str(port)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "ready"
+        conns = []
+        for _ in range(120):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex((conftest.HOST4, port))
+            conns.append(s)
+        wait_for(lambda: len(os.listdir(f"/proc/{f.proc.pid}/fd")) >= 60,
+                 30, "ferry out of file descriptors")
+        t0 = cpu_ticks(f.proc.pid)
+        time.sleep(2)
+        used = (cpu_ticks(f.proc.pid) - t0) / os.sysconf("SC_CLK_TCK")
+        assert f.proc.poll() is None, f.output()
+        assert used < 0.3, f"ferry used {used:.2f} s of CPU in 2 s idle"
+        for s in conns:
+            s.close()
+    finally:
+        srv.kill()
+        srv.wait()
