@@ -127,9 +127,12 @@ BOUND_SEGS = 4
 
 def test_stall_paused_receiver(ferry_ns, shape, request):
     if shape != "default":
-        # Known issue (doc/tcp.md): after a 3 s pause, recovery in the small
-        # fixed-buffer shapes sometimes runs at ~1/10 of the earlier rate for
-        # a few seconds. Not hidden: xpass/xfail both show in the summary.
+        # Known (doc/tcp.md "What is left"): after a 3 s pause, recovery in
+        # the small fixed-buffer shapes sometimes runs at ~1/10 of the
+        # earlier rate for a few seconds: ferry's socket holds one ~127 KB
+        # round, and the guest acknowledges each round only when its
+        # reader, busy with its backlog, reads (or its delayed-ACK timer
+        # fires). Not hidden: xpass/xfail both show in the summary.
         request.applymarker(pytest.mark.xfail(
             strict=False, reason="slow resume with small host buffers"))
     f = ferry_ns()
