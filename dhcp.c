@@ -9,8 +9,9 @@
  * consumed silently. A DISCOVER carrying Rapid Commit (RFC 4039, option
  * 80) is answered directly with an ACK.
  *
- * Parsing: the UDP payload (already bounded by pkt_parse()) is checked
- * for the fixed BOOTP header and the magic cookie, then every option's
+ * Parsing: the UDP payload (already bounded by pkt_parse(); a UDP GSO
+ * frame is one message per gso_size bytes, see udp_each_datagram()) is
+ * checked for the fixed BOOTP header and the magic cookie, then every option's
  * length is checked against the end before its value is touched. The
  * option overload option (52) is accepted but the sname/file fields are
  * not searched for options. Duplicate single-value options: the last one

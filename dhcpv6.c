@@ -22,7 +22,8 @@
  *
  * Parsing checks every option length, at the top level and inside IA_NA
  * and IA Address options, before reading a value; any inconsistency
- * drops the message as DHCP6_MALFORMED.
+ * drops the message as DHCP6_MALFORMED. A UDP GSO frame is one message
+ * per gso_size bytes (udp_each_datagram()).
  *
  * Addressing: replies come from our link-local address (ndp_router_ll(),
  * the same address our router advertisements use), port 547, and go to
