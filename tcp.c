@@ -903,6 +903,7 @@ static void tcp_delack(struct ctx *c, struct flow *fl)
 		return;
 	tail = (ts->delack_head + ts->delack_n++) % TCP_DELACK_MAX;
 	ts->delack[tail].idx = flow_idx(&c->flows, fl);
+	ts->delack[tail].ack_sent = conn->ack_sent.v;
 	ts->delack[tail].due_ms = tcp_now_ms(c) + TCP_DELACK_MS;
 	conn->ack_state = TCP_ACK_QUEUED;
 	ts->st.acks_delayed++;
@@ -910,13 +911,17 @@ static void tcp_delack(struct ctx *c, struct flow *fl)
 		timer_request(c, TCP_DELACK_MS);
 }
 
-/* tcp_delack_run() - send the delayed ACKs whose time has come (those
- * that host data carried meanwhile are gone from their connection). */
+/* tcp_delack_run() - send the delayed ACKs whose time has come. An entry
+ * is stale when an ACK went since it was queued (host data carried it):
+ * its connection's ack_sent moved on. A newer entry of the same
+ * connection (the next request, queued after that ACK) waits for its own
+ * deadline instead of going out early with this one. */
 static void tcp_delack_run(struct ctx *c, int64_t now)
 {
 	struct tcp_state *ts = &c->tcp;
 
 	while (ts->delack_n && ts->delack[ts->delack_head].due_ms <= now) {
+		uint32_t acked = ts->delack[ts->delack_head].ack_sent;
 		struct flow *fl = flow_at(&c->flows,
 					  ts->delack[ts->delack_head].idx);
 
@@ -924,7 +929,8 @@ static void tcp_delack_run(struct ctx *c, int64_t now)
 					     TCP_DELACK_MAX);
 		ts->delack_n--;
 		if (!fl || fl->f.type != FLOW_TCP ||
-		    conn_of(fl)->ack_state != TCP_ACK_QUEUED)
+		    conn_of(fl)->ack_state != TCP_ACK_QUEUED ||
+		    conn_of(fl)->ack_sent.v != acked)
 			continue;
 		ts->st.acks_delack_timer++;
 		if (!tcp_send_flags(c, fl, TCP_F_ACK))

@@ -47,8 +47,10 @@ struct tcp_state {
 	struct tcp_pend pend[TCP_PEND_MAX];
 	uint32_t dirty[TCP_DIRTY_MAX];	/* flow indices with batch work */
 	struct tcp_ooo_pool *ooo;	/* out-of-order queue (tcp_ooo.c) */
-	/* Delayed ACKs, a ring in deadline order (one fixed delay) */
-	struct { uint32_t idx; int64_t due_ms; } delack[TCP_DELACK_MAX];
+	/* Delayed ACKs, a ring in deadline order (one fixed delay); ack_sent:
+	 * the connection's at queueing, an entry is stale once it moved */
+	struct { uint32_t idx; uint32_t ack_sent; int64_t due_ms; }
+		delack[TCP_DELACK_MAX];
 	uint16_t delack_head, delack_n;
 	int64_t scan_ms;		/* next per-connection timer scan */
 	uint32_t sndbuf_first;		/* send buffer of a new connection ... */

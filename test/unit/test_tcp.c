@@ -999,6 +999,55 @@ TEST(tcp_review_delack_keeps_rto)
 	tcp_test_free(c);
 }
 
+/* Ping-pong: request 1's ACK is queued, the reply carries it; request 2
+ * comes 1 ms later and is queued too. When request 1's stale entry comes
+ * due, request 2's ACK must keep waiting for its own deadline (tcp.c
+ * tcp_delack_run(): entries carry the connection's ack_sent). */
+TEST(tcp_delack_stale_entry_leaves_next_request)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40022 };
+	int ls = listener(false, &g.dport), a, i;
+	char buf[64];
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "q1", 2, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 2);
+	CHECK_EQ(send(a, "r1", 2, 0), 2);
+	/* the reply, carrying the ACK; socket events only, the injected
+	 * clock stands still (pump() would move it and run the timers) */
+	for (i = 0; i < 200 && !test_tx_n(c); i++) {
+		struct epoll_event ev[4];
+		int j, n = epoll_wait(c->epfd, ev, 4, 10);
+
+		for (j = 0; j < n; j++)
+			tcp_sock_handler(c, ev[j].data.u64, ev[j].events);
+	}
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, g.seq);
+	g.ack += 2;
+	advance(c, 1);
+	test_tx_reset(c);
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "q2", 2, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 0);		/* queued */
+	CHECK_EQ(c->tcp.st.acks_delayed, 2);
+	advance(c, TCP_DELACK_MS - 1);		/* request 1's entry is due */
+	CHECK_EQ(test_tx_n(c), 0);		/* request 2's ACK still waits */
+	CHECK_EQ(c->tcp.st.acks_delack_timer, 0);
+	advance(c, 2);				/* now its own deadline passed */
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 0);
+	CHECK_EQ(p.tcp.ack, g.seq);
+	CHECK_EQ(c->tcp.st.acks_delack_timer, 1);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
 /* A small write's ACK is queued; a full segment follows before the delay
  * ran out: it must be acknowledged at once (tcp.c tcp_delack() returns
  * early for TCP_ACK_QUEUED before looking at the amount). */
