@@ -553,7 +553,7 @@ void tcp_established(struct ctx *c, struct flow *fl)
 	conn->state = TCP_CS_ESTABLISHED;
 	conn->retries = 0;
 	conn->timer_ms = 0;
-	if (c->tcp.peek_off)
+	if (c->tcp.peek_off && !(conn->flags & TCP_C_PEEK_OFF))
 		setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &zero,
 			   sizeof(zero));
 	conn->flags |= TCP_C_TX_NOW;

@@ -73,7 +73,7 @@ enum tcp_cstate {
 #define TCP_C_CLAMP_OFF		0x0800	/* no TCP_WINDOW_CLAMP on this socket */
 #define TCP_C_FWD		0x1000	/* host-initiated (port forwarding) */
 #define TCP_C_WANT_OUT		0x2000	/* EPOLLOUT: tell the guest when it drains */
-/* 0x4000 free */
+#define TCP_C_PEEK_OFF		0x4000	/* SO_PEEK_OFF 0 already (-t listener) */
 #define TCP_C_SACK		0x8000	/* guest agreed to SACK (RFC 2018) */
 
 #define TCP_PEND_NONE	UINT16_MAX

@@ -61,6 +61,8 @@
 
 #define LFD_SLOTS	(2 * 2 * 65536)
 #define LFD_NEW		(1 << 30)	/* opened, not yet registered */
+/* A listener's eref side: bit 0 IPv6, bit 1 TCP_FWD_OUT, and: */
+#define LISTEN_PEEK_OFF	4	/* SO_PEEK_OFF 0 set, accepted sockets inherit it */
 
 /* lfd_idx() - index of the listener of (dir, family, port) in lfd. */
 static size_t lfd_idx(enum tcp_fwd_dir dir, bool v6, unsigned int port)
@@ -195,7 +197,7 @@ static int register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
 	int32_t *slot = &c->tcp_fwd.lfd[lfd_idx(dir, v6, port)];
 	union eref ref = { .type = EREF_TCP_LISTEN,
 			   .side = (uint8_t)(v6 | dir << 1), .aux = port };
-	int fd, rc, err;
+	int fd, rc, err, zero = 0;
 
 	if (*slot < 0) {
 		err = -*slot;
@@ -207,6 +209,11 @@ static int register_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
 		return 0;
 	fd = (*slot & ~LFD_NEW) - 1;
 	ref.idx = (uint32_t)fd;
+	/* Accepted sockets inherit the peek offset: one setsockopt per
+	 * listener instead of one per connection (tcp_established()). */
+	if (dir == TCP_FWD_IN && c->tcp.peek_off &&
+	    !setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)))
+		ref.side |= LISTEN_PEEK_OFF;
 	if ((rc = ep_add(c, fd, EPOLLIN, ref))) {
 		close(fd);
 		*slot = rc;
@@ -432,9 +439,10 @@ void tcp_fwd_abort(struct ctx *c, int s)
 }
 
 /* fwd_to_guest() - a -t connection from peer:pport through the guest
- * link to the guest's port: a FLOW_TCP flow sending the guest a SYN. */
+ * link to the guest's port: a FLOW_TCP flow sending the guest a SYN;
+ * peek_off: the socket's peek offset is 0 already (from the listener). */
 static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
-			 uint16_t pport, uint16_t port)
+			 uint16_t pport, uint16_t port, bool peek_off)
 {
 	union inany seen = nat_inbound_fwd(c, peer, pport), ga;
 	struct tcp_conn *conn;
@@ -456,7 +464,7 @@ static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
 	conn->sock = s;
 	conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
 	conn->state = TCP_CS_SYN_TO_GUEST;
-	conn->flags = TCP_C_FWD;
+	conn->flags = TCP_C_FWD | (peek_off ? TCP_C_PEEK_OFF : 0);
 	conn->ws_to_guest = TCP_WS_TO_GUEST;
 	conn->wnd_to_guest = 65535;	/* SYN windows are never scaled */
 	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, &k);
@@ -537,7 +545,7 @@ static bool refuse_one(struct tcp_fwd_state *fs, int lfd)
 void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 {
 	union eref ref = { .u64 = ref64 };
-	enum tcp_fwd_dir dir = ref.side >> 1 ? TCP_FWD_OUT : TCP_FWD_IN;
+	enum tcp_fwd_dir dir = (ref.side >> 1) & 1 ? TCP_FWD_OUT : TCP_FWD_IN;
 	bool v6 = ref.side & 1;
 	uint16_t port = fwd_target(spec_of(c, dir), ref.aux);
 	int i;
@@ -570,7 +578,8 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 		    (c->conf.mode == MODE_NS && inany_is_loopback(&peer)))
 			tcp_splice_start(c, s, v6, port, dir);
 		else
-			fwd_to_guest(c, s, &peer, pport, port);
+			fwd_to_guest(c, s, &peer, pport, port,
+				     ref.side & LISTEN_PEEK_OFF);
 	}
 }
 
