@@ -215,6 +215,11 @@ bool tcp_consume_lazy(struct ctx *c, struct flow *fl);
 void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale);
 void tcp_rewind(struct ctx *c, struct flow *fl);
 void tcp_stuck_check(struct ctx *c, struct flow *fl);
+#ifdef FERRY_TEST
+/* tcp_test_stuck_wnd - test build only: >= 0 replaces the tcpi_rcv_wnd
+ * tcp_stuck_check() reads (no kernel here sticks at zero), -1: none. */
+extern int64_t tcp_test_stuck_wnd;
+#endif
 bool tcp_probe_or_rto(struct ctx *c, struct flow *fl);
 uint32_t tcp_isn(const struct ctx *c, const struct flow *fl);
 

@@ -98,6 +98,10 @@
  * uapi struct tcp_info; libc's copy of the struct ends before both. */
 #define TCPI_RCV_WND_OFF	232
 
+#ifdef FERRY_TEST
+int64_t tcp_test_stuck_wnd = -1;
+#endif
+
 /* Write-only sink for the peek fallback: the kernel copies bytes already
  * in flight here; nothing ever reads it, so sharing it is harmless. */
 static uint8_t discard_sink[DISCARD_SIZE];
@@ -407,6 +411,10 @@ void tcp_stuck_check(struct ctx *c, struct flow *fl)
 	    len < off + 4)
 		return;
 	memcpy(&rcv_wnd, raw + off, 4);
+#ifdef FERRY_TEST
+	if (tcp_test_stuck_wnd >= 0)	/* 6.18 never sticks: the unit test */
+		rcv_wnd = (uint32_t)tcp_test_stuck_wnd;
+#endif
 	if (rcv_wnd)
 		return;
 	/* An empty queue that still advertises a zero window: the clamp

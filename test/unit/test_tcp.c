@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <linux/sockios.h>
+#include <netinet/tcp.h>
 
 #include "ferry.h"
 #include "nat.h"
@@ -1539,6 +1540,72 @@ TEST(tcp_conn_keepalive_late)
 	CHECK(c->tcp.scan_ms && c->tcp.scan_ms <= tcp_now_ms(c) + 1000);
 	advance(c, 1001);
 	CHECK_EQ(so_keepalive(c), 1);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* zero_then_drain() - the guest acknowledges everything with a zero
+ * window while the host has 4 more bytes (ferry marks the connection
+ * WAS_ZERO and clamps), then re-opens: the 4 bytes go out and are
+ * acknowledged, so ferry's socket is empty again. */
+static void zero_then_drain(struct tguest *g, int a)
+{
+	g->ack += 4;
+	guest_ack_wnd(g, 0);
+	CHECK_EQ(send(a, "efgh", 4, 0), 4);
+	test_tx_reset(g->c);
+	pump(g->c, 50, 1);
+	CHECK_EQ(test_tx_n(g->c), 0);
+	CHECK(only_conn(g->c)->flags & TCP_C_WAS_ZERO);
+	guest_ack_wnd(g, 65535);
+	pump(g->c, 2000, 1);
+	CHECK_EQ(test_tx_n(g->c), 1);
+	g->ack += 4;
+	guest_ack_wnd(g, 65535);
+	CHECK_EQ(sock_inq(only_conn(g->c)->sock), 0);
+}
+
+/* The stuck-window detector (tcp_tx.c tcp_stuck_check()): a second after
+ * a zero window, an empty socket that still advertises a window is left
+ * alone; one whose tcpi_rcv_wnd reads zero (no kernel here does that, so
+ * the test build's hook plays it) switches clamping off for good and
+ * re-opens the socket with a large clamp: the window is never left
+ * locked at zero. */
+TEST(tcp_stuck_window_detector)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40040 };
+	int ls = listener(false, &g.dport), a, v = 0;
+	socklen_t sl = sizeof(v);
+	struct tcp_conn *conn;
+	uint32_t isn;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK((conn = only_conn(c)) != NULL);
+	CHECK_EQ(send(a, "abcd", 4, 0), 4);
+	pump(c, 2000, 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	zero_then_drain(&g, a);
+	CHECK(conn->clamp != 0);
+	loop_timers(c, TCP_STUCK_MS * 2);
+	CHECK(!c->tcp.clamp_off);		/* the real window is open */
+	CHECK_EQ(c->tcp.st.clamp_fallbacks, 0);
+	CHECK(!(conn->flags & TCP_C_WAS_ZERO));	/* checked once */
+
+	CHECK_EQ(send(a, "ijkl", 4, 0), 4);
+	test_tx_reset(c);
+	pump(c, 2000, 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	zero_then_drain(&g, a);
+	tcp_test_stuck_wnd = 0;
+	loop_timers(c, TCP_STUCK_MS * 2);
+	tcp_test_stuck_wnd = -1;
+	CHECK(c->tcp.clamp_off);
+	CHECK_EQ(c->tcp.st.clamp_fallbacks, 1);
+	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &v, &sl));
+	CHECK_EQ(v, 1 << 30);
 	close(a);
 	close(ls);
 	tcp_test_free(c);
