@@ -156,13 +156,15 @@ static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
 	struct vu_dev *d = c->link.vu;
 	unsigned int max = d->features & VU_F_MRG_RXBUF ? VU_MRG_MAX : 1;
 	uint16_t heads[VU_MRG_MAX];
-	struct vq_elem first, e;
+	struct vq_elem el[2];	/* the frame's first chain, the current one */
 	unsigned int k = 0, i;
 	size_t done = 0;
 	uint8_t nb[2];
 
+	if (!len)
+		return DROP_NONE;
 	while (done < len) {
-		struct vq_elem *cur = k ? &e : &first;
+		struct vq_elem *cur = &el[k ? 1 : 0];
 		int r = k < max ? virtq_pop(q, &d->mem, true, cur) : 0;
 		size_t n;
 
@@ -187,7 +189,7 @@ static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
 	}
 	nb[0] = (uint8_t)k;
 	nb[1] = (uint8_t)(k >> 8);
-	iov_write_at(first.iov, first.niov, VNET_NUM_BUFFERS_OFF, nb, 2);
+	iov_write_at(el[0].iov, el[0].niov, VNET_NUM_BUFFERS_OFF, nb, 2);
 	return DROP_NONE;
 undo:
 	/* Entries of this frame are not published yet: take them back. */

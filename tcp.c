@@ -399,7 +399,7 @@ static int tcp_sock_connect(const struct ctx *c, const union inany *dst,
 	bool v4 = inany_is4(dst);
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in a4 = { .sin_family = AF_INET };
-	int s, e, one = 1;
+	int s, e, r = 0, one = 1;
 
 	s = socket(v4 ? AF_INET : AF_INET6,
 		   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
@@ -410,11 +410,13 @@ static int tcp_sock_connect(const struct ctx *c, const union inany *dst,
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (v4 && !in4_is_unspec(&c->conf.ip4.outbound)) {
 		a4.sin_addr = c->conf.ip4.outbound;
-		bind(s, (struct sockaddr *)&a4, sizeof(a4));
+		r = bind(s, (struct sockaddr *)&a4, sizeof(a4));
 	} else if (!v4 && !in6_is_unspec(&c->conf.ip6.outbound)) {
 		a6.sin6_addr = c->conf.ip6.outbound;
-		bind(s, (struct sockaddr *)&a6, sizeof(a6));
+		r = bind(s, (struct sockaddr *)&a6, sizeof(a6));
 	}
+	if (r < 0)	/* as pasta: go on from the kernel's choice of source */
+		debug("tcp: outbound address not usable: %s", strerror(errno));
 	a4.sin_addr = dst->v4m.a4;
 	a4.sin_port = htons(port);
 	a6.sin6_addr = dst->a6;

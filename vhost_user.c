@@ -49,7 +49,7 @@
 /* Handler results besides 0 (success, no payload) */
 #define VU_R_FAIL	1	/* valid request that failed: status 1 */
 #define VU_R_REPLY	2	/* reply payload prepared in the message */
-#define VU_R_PROTO	-1	/* protocol error: close */
+#define VU_R_PROTO	(-1)	/* protocol error: close */
 
 static const char *const vu_names[VU_REQUEST_MAX] = {
 	[VU_GET_FEATURES] = "GET_FEATURES",
