@@ -45,7 +45,7 @@ static const uint8_t mac_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 void tap_init(struct ctx *c)
 {
-	c->link.fd = c->link.listen_fd = -1;
+	c->link.fd = c->link.listen_fd = c->link.spare_fd = -1;
 	c->link.tx.buf = alloc_startup(TX_BUF_SIZE);
 	c->link.rx.buf = alloc_startup(RX_BUF_SIZE);
 }

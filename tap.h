@@ -75,6 +75,7 @@ struct link {
 	const struct link_ops *ops;
 	int fd;				/* connected link fd, -1 if none */
 	int listen_fd;			/* vm mode listener, -1 if none */
+	int spare_fd;			/* vm mode: fd kept to refuse with */
 	bool up;
 	/* Offloads (tap with virtio-net headers, set by tapdev_attach()):
 	 * TCP frames to the guest may be GSO super-frames, and may carry a

@@ -12,6 +12,7 @@
  * namespace mode.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -163,6 +164,7 @@ void vm_start(struct ctx *c)
 		return;
 	}
 	c->link.listen_fd = listen_socket(&c->conf);
+	c->link.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (ep_add(c, c->link.listen_fd, EPOLLIN, ref))
 		die("epoll: %s", strerror(errno));
 	info("UNIX domain socket bound at %s", c->conf.socket_path);
@@ -177,13 +179,39 @@ void vm_start(struct ctx *c)
 		     c->conf.socket_path);
 }
 
+/* refuse_out_of_fds() - out of fds with a front-end waiting: accept it on
+ * the spare fd's number and close it, so the level-triggered listener
+ * does not spin the loop. Returns true if one was refused. */
+static bool refuse_out_of_fds(struct ctx *c)
+{
+	int fd;
+
+	if (c->link.spare_fd < 0)
+		return false;
+	close(c->link.spare_fd);
+	fd = accept4(c->link.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		warn("out of file descriptors: refusing a guest connection");
+		close(fd);
+	}
+	c->link.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0;
+}
+
 void vm_listen_handler(struct ctx *c, uint32_t events)
 {
 	int fd;
 
 	(void)events;
-	while ((fd = accept4(c->link.listen_fd, NULL, NULL,
-			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+	for (;;) {
+		fd = accept4(c->link.listen_fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    refuse_out_of_fds(c))
+				continue;
+			return;
+		}
 		if (c->link.up) {
 			info("refusing a second guest connection");
 			close(fd);

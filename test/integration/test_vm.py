@@ -140,6 +140,38 @@ def test_second_client_refused_first_still_served(vm):
     c1.close()
 
 
+def _cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_out_of_fds_refuses_front_end_without_spinning(vm):
+    """ferry at its fd limit while a second front-end connects: accept()
+    fails with EMFILE and the listener stays readable; ferry must refuse
+    that connection (its spare fd) instead of spinning the loop."""
+    import resource
+    f = vm()
+    c1 = StreamClient(f.sock)
+    arp_works(c1)
+    pid = f.proc.pid
+    used = sorted(int(n) for n in os.listdir(f"/proc/{pid}/fd"))
+    lowest_free = next(i for i in range(len(used) + 1)
+                       if i >= len(used) or used[i] != i)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))
+    c2 = StreamClient(f.sock)
+    t0 = _cpu_s(pid)
+    assert c2.wait_closed(5), "front-end waiting at the fd limit not refused"
+    time.sleep(1.5)		# observation window: CPU used while idle
+    spent = _cpu_s(pid) - t0
+    assert f.alive()
+    assert spent < 0.3, f"ferry used {spent:.2f} s of CPU in ~1.5 s idle"
+    assert "out of file descriptors" in f.output()
+    arp_works(c1)
+    c1.close()
+    c2.close()
+
+
 def test_one_off_exits_after_first_client(vm):
     f = vm(["--one-off"])
     c = StreamClient(f.sock)
