@@ -1255,6 +1255,26 @@ static bool host_reply(struct tguest *g, int a, const char *data, size_t len)
 	return only_conn(g->c)->read_drained;
 }
 
+/* fin_delivered() - poll (1 ms steps, 5 s deadline) until the FIN sent on
+ * host socket a was taken in by its peer's kernel (a in FIN_WAIT2): under
+ * load the loopback delivery may be left to ksoftirqd, after send() and
+ * shutdown() have returned. */
+static bool fin_delivered(int a)
+{
+	struct tcp_info ti;
+	socklen_t sl;
+	int i;
+
+	for (i = 0; i < 5000; i++) {
+		sl = sizeof(ti);
+		if (!getsockopt(a, IPPROTO_TCP, TCP_INFO, &ti, &sl) &&
+		    ti.tcpi_state == TCP_FIN_WAIT2)
+			return true;
+		poll(NULL, 0, 1);
+	}
+	return false;
+}
+
 /* fin_on_data() - the host's last bytes and its EOF reach ferry together
  * after an exchange (the socket was drained, the read guesses): one
  * frame carries both, the FIN is seen once and after the data, and the
@@ -1273,6 +1293,7 @@ static void fin_on_data(bool v6)
 	CHECK(host_reply(&g, a, "hello", 5));
 	CHECK_EQ(send(a, "bye", 3, 0), 3);
 	shutdown(a, SHUT_WR);
+	CHECK(fin_delivered(a));	/* both in ferry's socket first */
 	pump(c, 2000, 1);
 	pump(c, 50, 2);			/* nothing else follows */
 	CHECK_EQ(test_tx_n(c), 1);
