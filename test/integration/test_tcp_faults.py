@@ -157,9 +157,12 @@ def test_tcp_forwarded_lossy(ferry_ns, direction):
     cli = client([], "198.51.100.2", 40201, *cr, "--timeout", "120")
     exchange(srv, cli, direction, SIZE, 150)
     st = fault_stats(f)
-    # Faults on the data's way (to the guest for "up", from it for "down");
+    # Faults on the data's way (to the guest for "up", from it for "down"):
+    # drops, duplicates or reorders (at 1% each, one kind alone can miss
+    # the ~500 TSO frames of 32 MiB: seen once, 0 drops and 5 reorders);
     # the ACKs the other way are too few for a certain fault.
-    assert (st[3] if direction == "up" else st[0]) > 0, st
+    way = st[3:6] if direction == "up" else st[0:3]
+    assert sum(way) > 0, st
     if direction == "down":
         check_ooo_used(f)
 
