@@ -187,12 +187,15 @@ static int send_reply(const struct vu_dev *d, const struct vu_msg *m)
 
 /* --- requests ----------------------------------------------------- */
 
+/* vu_get_features() - the virtio and vhost-user feature bits we offer. */
 static int vu_get_features(struct ctx *c, struct vu_msg *m)
 {
 	(void)c;
 	return reply_u64(m, VU_FEATURES);
 }
 
+/* vu_set_features() - the front-end's choice: only bits we offered; sets the
+ * header size (mergeable buffers) and the link's offloads. */
 static int vu_set_features(struct ctx *c, struct vu_msg *m)
 {
 	struct vu_dev *d = c->link.vu;
@@ -217,12 +220,15 @@ static int vu_set_features(struct ctx *c, struct vu_msg *m)
 	return 0;
 }
 
+/* vu_get_protocol_features() - the protocol features we implement. */
 static int vu_get_protocol_features(struct ctx *c, struct vu_msg *m)
 {
 	(void)c;
 	return reply_u64(m, VU_PROTOCOL_FEATURES);
 }
 
+/* vu_set_protocol_features() - record the front-end's choice (only bits
+ * we offered). */
 static int vu_set_protocol_features(struct ctx *c, struct vu_msg *m)
 {
 	if (m->p.u64 & ~VU_PROTOCOL_FEATURES)
@@ -231,12 +237,14 @@ static int vu_set_protocol_features(struct ctx *c, struct vu_msg *m)
 	return 0;
 }
 
+/* vu_get_queue_num() - the number of queues we serve (one pair). */
 static int vu_get_queue_num(struct ctx *c, struct vu_msg *m)
 {
 	(void)c;
 	return reply_u64(m, 1);		/* queue pairs */
 }
 
+/* vu_set_owner() - the front-end takes the device; nothing to set up. */
 static int vu_set_owner(struct ctx *c, struct vu_msg *m)
 {
 	(void)c;
@@ -330,6 +338,8 @@ static struct virtq *vq_of(struct ctx *c, uint64_t index)
 	return index < VU_QUEUES ? &c->link.vu->vq[index] : NULL;
 }
 
+/* vu_set_vring_num() - a ring's size (power of two, <= VQ_NUM_MAX); rings
+ * already mapped are checked again for it. */
 static int vu_set_vring_num(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.state.index);
@@ -345,6 +355,8 @@ static int vu_set_vring_num(struct ctx *c, struct vu_msg *m)
 	return 0;
 }
 
+/* vu_set_vring_addr() - a ring's descriptor/avail/used addresses, translated
+ * and range-checked for its size. */
 static int vu_set_vring_addr(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.addr.index);
@@ -364,6 +376,7 @@ static int vu_set_vring_addr(struct ctx *c, struct vu_msg *m)
 	return 0;
 }
 
+/* vu_set_vring_base() - the next avail index to read (ring stopped). */
 static int vu_set_vring_base(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.state.index);
@@ -434,6 +447,7 @@ static int vu_set_vring_kick(struct ctx *c, struct vu_msg *m)
 	return 0;
 }
 
+/* vu_set_vring_call() - the eventfd we signal after using buffers. */
 static int vu_set_vring_call(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.u64 & VU_VRING_IDX_MASK);
@@ -441,6 +455,7 @@ static int vu_set_vring_call(struct ctx *c, struct vu_msg *m)
 	return q ? take_fd(m, &q->call_fd) : VU_R_PROTO;
 }
 
+/* vu_set_vring_err() - the error eventfd (kept, never signalled). */
 static int vu_set_vring_err(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.u64 & VU_VRING_IDX_MASK);
@@ -448,6 +463,7 @@ static int vu_set_vring_err(struct ctx *c, struct vu_msg *m)
 	return q ? take_fd(m, &q->err_fd) : VU_R_PROTO;
 }
 
+/* vu_set_vring_enable() - enable or disable a ring. */
 static int vu_set_vring_enable(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.state.index);
