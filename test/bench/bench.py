@@ -93,11 +93,14 @@ def plan(quick, vm):
                          "req/s", "higher", "wrk", "4", mtu, close=True))
         rows.append(Path(f"http-keep-v4-{mtu}", "HTTP keep-alive requests/s",
                          "req/s", "higher", "wrk", "4", mtu, close=False))
-    for rev, d in ((False, "g2h"), (True, "h2g")) if vm else ():
-        arrow = "guest->host" if not rev else "host->guest"
-        rows.append(Path(f"vm-tcp1-{d}-v4", f"VM (qemu TCG): TCP 1 stream {arrow} IPv4",
-                         "Gbit/s", "higher", "vm", "4", 65520, tools=["ferry", "passt"],
-                         dir=d))
+    for vu in (False, True) if vm else ():
+        for rev, d in ((False, "g2h"), (True, "h2g")):
+            arrow = "guest->host" if not rev else "host->guest"
+            rows.append(Path(f"vm-{'vu-' if vu else ''}tcp1-{d}-v4",
+                             f"VM (qemu TCG{', vhost-user' if vu else ''}): "
+                             f"TCP 1 stream {arrow} IPv4",
+                             "Gbit/s", "higher", "vm", "4", 65520,
+                             tools=["ferry", "passt"], dir=d, vu=vu))
     return rows
 
 
@@ -273,29 +276,47 @@ class Bench:
         self.finish(time.time() - t0)
 
     def vm_stage(self, rows):
-        """ferry vm and passt, one guest boot each (see vm.py)."""
+        """ferry vm and passt, one guest boot each per backend: qemu's
+        -netdev stream, then vhost-user (guest RAM in a shared memfd);
+        see vm.py. A passt without --vhost-user gives n/a for that row."""
         self.log("== VM mode (qemu guest): ferry vm, passt")
         why = os.environ.get("BENCH_VM_ERROR") or self.servers.ensure("iperf3")
         argvs = {"ferry": [self.ferry, "vm", "-f", "-1", "-t", "none", "-u", "none"],
                  "passt": ["passt", "-f", "-1", "--runas", "0", "-t", "none", "-u", "none"]}
-        for tool, argv in argvs.items():
-            res, info, err = (None, {}, why) if why else vm.run_tool(
-                tool, argv, ROOT, self.work, self.n, self.secs, measure.IPERF_PORT)
-            if info.get("peak_rss_kib"):
-                self.tool_info[tool]["vm_peak_rss_kib"] = info["peak_rss_kib"]
-            for row in rows:
-                slot = self.results[row.id][tool]
-                if err:
-                    slot["na"] = err
-                    continue
-                for i, r in enumerate(res[row.args["dir"]]):
-                    if r["value"] is None:
-                        slot.setdefault("errors", []).append(r["error"])
-                    else:
-                        slot["runs"].append(r)
-                    shown = (f"{r['value']:.3f} Gbit/s{report.extras(r.get('min'), None, None)}"
-                             if r["value"] is not None else "error: " + r["error"])
-                    self.log(f"    {tool:12s} {row.id} run {i + 1}: {shown}")
+        for vu in (False, True):
+            vrows = [r for r in rows if r.args.get("vu", False) == vu]
+            for tool, argv in argvs.items() if vrows else ():
+                err = why
+                if vu and not err:
+                    err = None if vm.has_vhost_user(argv[:2 if tool == "ferry" else 1]) else (
+                        f"this {tool} has no --vhost-user")
+                    argv = argv + ["--vhost-user"]
+                self.vm_tool(vrows, tool + ("-vu" if vu else ""), tool, argv, err,
+                             ("-u",) if vu else ())
+
+    def vm_tool(self, rows, name, tool, argv, err, run_args):
+        """One guest boot against tool (argv): its runs into rows."""
+        res, info = None, {}
+        if not err:
+            res, info, err = vm.run_tool(name, argv, ROOT, self.work, self.n, self.secs,
+                                         measure.IPERF_PORT, run_args=run_args)
+        key = "vu_peak_rss_kib" if run_args else "vm_peak_rss_kib"
+        if info.get("peak_rss_kib"):
+            self.tool_info[tool][key] = info["peak_rss_kib"]
+        for row in rows:
+            slot = self.results[row.id][tool]
+            if err:
+                slot["na"] = err
+                self.log(f"    {tool:12s} {row.id}: n/a: {err}")
+                continue
+            for i, r in enumerate(res[row.args["dir"]]):
+                if r["value"] is None:
+                    slot.setdefault("errors", []).append(r["error"])
+                else:
+                    slot["runs"].append(r)
+                shown = (f"{r['value']:.3f} Gbit/s{report.extras(r.get('min'), None, None)}"
+                         if r["value"] is not None else "error: " + r["error"])
+                self.log(f"    {tool:12s} {row.id} run {i + 1}: {shown}")
 
     def finish(self, elapsed):
         summary = {}

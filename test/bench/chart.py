@@ -17,6 +17,8 @@ def _rel(row, tool):
     r = row["results"].get(tool, {})
     v = r.get("median")
     base = row["results"].get(row.get("base", "veth"), {}).get("median")
+    if not base:	# e.g. passt without --vhost-user: its stream figure
+        base = row.get("alt_base", {}).get("median")
     if v is None or not base:
         return None, v
     if row["better"] == "lower":
@@ -77,7 +79,10 @@ def write(path, doc):
         if i % 2:
             o.append(f'<rect x="0" y="{y - 2}" width="{width}" height="{group_h}" '
                      'fill="#f6f6f6" fill-opacity="0.7"/>')
-        label = r["label"] + (f" (vs {r['base']})" if r.get("base", "veth") != "veth" else "")
+        base = r.get("base", "veth")
+        if not r["results"].get(base, {}).get("median") and r.get("alt_base"):
+            base = r["alt_base"]["label"]
+        label = r["label"] + (f" (vs {base})" if base != "veth" else "")
         o.append(f'<text x="{LABEL_W - 8}" y="{y + len(tools) * BAR_H / 2 + 4:.1f}" '
                  f'text-anchor="end">{escape(label)}</text>')
         for j, t in enumerate(r.get("tools", tools)):

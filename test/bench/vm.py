@@ -14,6 +14,7 @@ compared with passt only (no veth row for VM mode).
 """
 import os
 import re
+import subprocess
 import threading
 
 import procs
@@ -57,6 +58,16 @@ def parse(out):
             tail = " | ".join(body.strip().splitlines()[-2:])
             res[d].append({"value": None, "error": f"iperf3 exit {rc}: {tail}"[:300]})
     return res
+
+
+def has_vhost_user(cmd):
+    """Does this translator (cmd: its argv up to the options) offer
+    --vhost-user? Debian 12's passt does not."""
+    try:
+        r = subprocess.run(cmd + ["--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--vhost-user" in r.stdout + r.stderr
 
 
 def run_tool(tool, argv, root, workdir, n, secs, port, run_args=()):
