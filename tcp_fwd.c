@@ -400,7 +400,7 @@ void tcp_fwd_init(struct ctx *c)
 
 	fs->lfd = alloc_startup(LFD_SLOTS * sizeof(*fs->lfd));
 	fs->proc[0][0] = fs->proc[0][1] = fs->proc[1][0] = fs->proc[1][1] = -1;
-	fs->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fs->spare_fd = spare_fd_open();
 	fs->ready = true;
 	if (c->conf.no_tcp)
 		return;
@@ -521,27 +521,6 @@ bool tcp_fwd_syn_timeout(struct ctx *c, struct flow *fl)
 	return false;
 }
 
-/* refuse_one() - out of fds: give up the spare fd to accept the oldest
- * waiting connection and reset it, then take the spare back. Returns
- * false if there is no spare (the caller stops accepting). */
-static bool refuse_one(struct tcp_fwd_state *fs, int lfd)
-{
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	int s;
-
-	if (!fs->ready || fs->spare_fd < 0)
-		return false;
-	close(fs->spare_fd);
-	s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (s >= 0) {
-		setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		close(s);
-		fs->st.refused++;
-	}
-	fs->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return s >= 0;
-}
-
 void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 {
 	union eref ref = { .u64 = ref64 };
@@ -563,8 +542,12 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 		if (s < 0 && (errno == EMFILE || errno == ENFILE)) {
 			debug("tcp: accept: %s: connection refused",
 			      strerror(errno));
-			if (refuse_one(&c->tcp_fwd, (int)ref.idx))
+			if (c->tcp_fwd.ready &&
+			    accept_refuse_spare((int)ref.idx,
+						&c->tcp_fwd.spare_fd)) {
+				c->tcp_fwd.st.refused++;
 				continue;
+			}
 		}
 		if (s < 0) {
 			if (errno != EAGAIN && errno != EINTR &&

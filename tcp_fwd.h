@@ -57,8 +57,9 @@ struct tcp_fwd_state {
 	unsigned int pool_n[2];
 	struct tcp_fwd_stats st;
 	/* An fd held in reserve (/dev/null, -1: none): closed to accept and
-	 * refuse one connection when ferry is out of fds, so a listener
-	 * with connections waiting does not stay readable forever. */
+	 * refuse one connection (accept_refuse_spare()) when ferry is out of
+	 * fds, so a listener with connections waiting does not stay
+	 * readable forever. */
 	int spare_fd;
 };
 

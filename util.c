@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
 #include "log.h"
 #include "util.h"
@@ -69,6 +70,31 @@ int write_pidfile(const char *path, pid_t pid)
 	rc = write_all(fd, buf, (size_t)n);
 	close(fd);
 	return rc;
+}
+
+/* spare_fd_open() - open the reserve fd. */
+int spare_fd_open(void)
+{
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* accept_refuse_spare() - refuse one waiting connection on the spare fd's
+ * number (see util.h). SO_LINGER is ignored by non-TCP sockets. */
+bool accept_refuse_spare(int lfd, int *spare)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	int s;
+
+	if (*spare < 0)
+		return false;
+	close(*spare);
+	s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (s >= 0) {
+		setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(s);
+	}
+	*spare = spare_fd_open();
+	return s >= 0;
 }
 
 /* now_mono() - CLOCK_MONOTONIC now. */

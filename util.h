@@ -101,6 +101,19 @@ int write_pidfile(const char *path, pid_t pid);
  * start-up only (never in the data path); exits with a message on failure. */
 void *alloc_startup(size_t size);
 
+/* spare_fd_open() - an fd held in reserve for accept_refuse_spare()
+ * (/dev/null, read-only); -1 if none could be opened. */
+int spare_fd_open(void);
+
+/* accept_refuse_spare() - accept() on listening socket lfd failed with
+ * EMFILE/ENFILE while a connection waits: a level-triggered listener would
+ * stay readable and spin the loop. Give up the spare fd *spare, accept the
+ * oldest waiting connection on its number and close it at once (a reset
+ * for TCP: SO_LINGER 0), then take the spare back into *spare. Returns
+ * true if a connection was refused (the caller may accept again), false
+ * if there was no spare (*spare < 0) or nothing could be accepted. */
+bool accept_refuse_spare(int lfd, int *spare);
+
 /* Current CLOCK_MONOTONIC time. */
 void now_mono(struct timespec *ts);
 

@@ -164,7 +164,7 @@ void vm_start(struct ctx *c)
 		return;
 	}
 	c->link.listen_fd = listen_socket(&c->conf);
-	c->link.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	c->link.spare_fd = spare_fd_open();
 	if (ep_add(c, c->link.listen_fd, EPOLLIN, ref))
 		die("epoll: %s", strerror(errno));
 	info("UNIX domain socket bound at %s", c->conf.socket_path);
@@ -179,25 +179,6 @@ void vm_start(struct ctx *c)
 		     c->conf.socket_path);
 }
 
-/* refuse_out_of_fds() - out of fds with a front-end waiting: accept it on
- * the spare fd's number and close it, so the level-triggered listener
- * does not spin the loop. Returns true if one was refused. */
-static bool refuse_out_of_fds(struct ctx *c)
-{
-	int fd;
-
-	if (c->link.spare_fd < 0)
-		return false;
-	close(c->link.spare_fd);
-	fd = accept4(c->link.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd >= 0) {
-		warn("out of file descriptors: refusing a guest connection");
-		close(fd);
-	}
-	c->link.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return fd >= 0;
-}
-
 void vm_listen_handler(struct ctx *c, uint32_t events)
 {
 	int fd;
@@ -208,8 +189,12 @@ void vm_listen_handler(struct ctx *c, uint32_t events)
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if ((errno == EMFILE || errno == ENFILE) &&
-			    refuse_out_of_fds(c))
+			    accept_refuse_spare(c->link.listen_fd,
+						&c->link.spare_fd)) {
+				warn("out of file descriptors: refusing a "
+				     "guest connection");
 				continue;
+			}
 			return;
 		}
 		if (c->link.up) {
