@@ -343,7 +343,7 @@ void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
 	sp->pipe[0][0] = sp->pipe[0][1] = sp->pipe[1][0] = sp->pipe[1][1] = -1;
 	sp->flags = SPL_CONNECTING;
 	sp->last_ms = tcp_now_ms(c);
-	tcp_sock_opts(s);
+	/* s has TCP_NODELAY and SO_KEEPALIVE from its listener. */
 	ref.idx = flow_idx(&c->flows, fl);
 	if (spl_pipes(sp) || (t = spl_connect(c, v6, port, dir)) < 0) {
 		spl_free(c, fl, true);

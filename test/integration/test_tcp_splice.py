@@ -205,3 +205,73 @@ def test_splice_target_host_lo_to_ns_lo(ferry_ns, fam):
     f = fwd_ferry(ferry_ns, 40380, ["--host-lo-to-ns-lo"])
     assert seen_by_guest(f, lo, lo, 40380) == {"peer": lo, "local": lo}
     assert_spliced(f, 1)
+
+
+HOLD = r"""
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(4)
+print("ready", flush=True)
+c, _ = s.accept()
+sys.stdin.read()
+"""
+
+
+def peer_socket_of(pid, peer):
+    """A duplicate (pidfd_getfd) of the socket of process pid whose peer
+    address is peer, or None."""
+    import ctypes
+    import socket
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    try:
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if not os.readlink(f"/proc/{pid}/fd/{name}").startswith(
+                        "socket:"):
+                    continue
+            except OSError:
+                continue
+            fd = libc.syscall(438, pidfd, int(name), 0)   # pidfd_getfd
+            assert fd >= 0, os.strerror(ctypes.get_errno())
+            s = socket.socket(fileno=fd)
+            try:
+                if s.getpeername()[:2] == peer:
+                    return s
+            except OSError:
+                pass
+            s.close()
+    finally:
+        os.close(pidfd)
+    return None
+
+
+def test_splice_accepted_socket_options(ferry_ns):
+    """The socket ferry accepts on a -t listener carries TCP_NODELAY and
+    SO_KEEPALIVE: tcp_splice.c does not set them, accept() copies them
+    from the listener (listen_sock() sets them once)."""
+    import socket
+    from conftest import wait_for
+    f = fwd_ferry(ferry_ns, 40360)
+    srv = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                            "--preserve-credentials", "python3", "-c", HOLD,
+                            "40360"], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "ready"
+        cli = socket.create_connection(("127.0.0.1", 40360), 5)
+        found = []
+        wait_for(lambda: found.append(peer_socket_of(
+            f.proc.pid, cli.getsockname())) or found[-1], 10,
+            "ferry's accepted socket")
+        s = found[-1]
+        assert s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        assert s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+        s.close()
+        cli.close()
+        assert_spliced(f, 1)
+    finally:
+        srv.kill()
+        srv.wait()
