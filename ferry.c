@@ -67,33 +67,47 @@ static int pick_mode(int argc, char **argv, enum mode *mode)
 }
 
 /* daemonize() - detach unless -f, or unless ns mode runs a command in
- * the foreground; then write the pid file. */
+ * the foreground; the pid file holds the pid of the process that stays.
+ * The parent writes it before exiting (pasta's callers, podman among
+ * them, read it as soon as the parent is gone). */
 static void daemonize(struct ctx *c)
 {
 	bool fg = c->conf.foreground ||
 		  (c->conf.mode == MODE_NS && c->child_pid > 0);
+	int fd, pidfd = -1;
 	pid_t pid;
-	int fd;
 
-	if (!fg) {
-		pid = fork();
-		if (pid < 0)
-			die("fork: %s", strerror(errno));
-		if (pid > 0)
-			_exit(0);
-		setsid();
-		fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (fd >= 0) {
-			dup2(fd, STDIN_FILENO);
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-			close(fd);
-		}
-		if (!c->conf.log_file[0])
-			log_to_syslog();
+	if (c->conf.pid_file[0]) {
+		pidfd = open(c->conf.pid_file,
+			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (pidfd < 0)
+			die("cannot write pid file %s: %s", c->conf.pid_file,
+			    strerror(errno));
 	}
-	if (c->conf.pid_file[0] && write_pidfile(c->conf.pid_file, getpid()))
+	pid = fg ? getpid() : fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid > 0 && pidfd >= 0 && write_pidfile(pidfd, pid)) {
+		if (!fg)
+			kill(pid, SIGKILL);
 		die("cannot write pid file %s", c->conf.pid_file);
+	}
+	if (fg)
+		return;
+	if (pid > 0)
+		_exit(0);
+	if (pidfd >= 0)
+		close(pidfd);
+	setsid();
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+	}
+	if (!c->conf.log_file[0])
+		log_to_syslog();
 }
 
 int main(int argc, char **argv)

@@ -57,15 +57,14 @@ int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* write_pidfile() - create/truncate path and write the pid to it. */
-int write_pidfile(const char *path, pid_t pid)
+/* write_pidfile() - write pid to fd (a pid file just opened, empty) and
+ * close it. The daemon's parent calls this with the child's pid before it
+ * exits, so whoever waits for that exit finds the file complete. */
+int write_pidfile(int fd, pid_t pid)
 {
 	char buf[32];
-	int fd, n, rc;
+	int n, rc;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
 	n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
 	rc = write_all(fd, buf, (size_t)n);
 	close(fd);

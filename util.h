@@ -95,7 +95,7 @@ int fd_set_nonblock(int fd);
 int write_all(int fd, const void *buf, size_t len);
 
 /* Write "pid\n" to path (pid file); returns 0 or -errno. */
-int write_pidfile(const char *path, pid_t pid);
+int write_pidfile(int fd, pid_t pid);
 
 /* alloc_startup() - zeroed anonymous memory for tables and buffers, at
  * start-up only (never in the data path); exits with a message on failure. */

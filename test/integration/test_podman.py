@@ -1,0 +1,385 @@
+"""A real container (podman + crun, busybox inside) on ferry invoked as
+`pasta`, in the sequence podman's pasta network mode uses.
+
+podman >= 4.4 runs a pasta container like this: it creates the network
+namespace itself and bind-mounts it at a path, runs
+`pasta --config-net [its options] --netns PATH` and waits for that
+command to exit 0 with its stdout and stderr closed (pasta forks once
+ready), starts the container in the namespace, and when the container
+is gone unmounts and deletes the path, which makes pasta exit.
+
+Debian bookworm ships podman 4.3.1, which has no pasta mode at all
+("--network pasta" is taken as a network name). So this test plays
+podman's network part itself, with podman's own command line (the one
+test_cli.py parses), and has the real podman 4.3.1 run the containers in
+that namespace with `--network ns:PATH`: a real OCI runtime (crun), a
+real container, real busybox tools inside.
+
+It runs in the sandbox (test/sandbox.sh), where we are root in a user
+namespace: podman takes itself for root there. What that needs (all set
+up by the podman_env fixture, all undone after):
+- rlimits no higher than ours (no CAP_SYS_RESOURCE): default_ulimits;
+- cgroups="disabled" (crun), and on a hybrid cgroup host the cgroup2
+  mount hidden under a tmpfs (crun refuses hybrid mode);
+- /dev/pts mounted without gid=5 (no group 5 in the sandbox);
+- private storage (vfs), run and tmp directories, file locks: nothing
+  shared with another podman on the machine;
+- the container's root filesystem is a directory (--rootfs) holding
+  busybox and its libraries: no image is pulled or built.
+"""
+import http.server
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import FERRY, GW4, HOST4, require, run, wait_for
+
+FWD_PORT = 18080	# host port forwarded to the container's httpd on 80
+HTTP_PORT = 18081	# host HTTP server the container fetches from
+DNS_PORT = 53		# host DNS server (busybox nslookup has no port)
+DNS_NAME, DNS_A = "ctr.example.test", "198.51.100.77"
+HOST_ADDR = "169.254.1.2"	# podman's --map-guest-addr: the host, seen
+DNS_ADDR = "169.254.1.1"	# from the container; --dns-forward address
+APPLETS = ("sh", "ip", "wget", "nslookup", "httpd", "cat", "echo", "sleep",
+           "true", "ls")
+
+
+def podman_args(pidfile, netns, ports=()):
+    """The pasta command line podman 5 builds (libnetwork/pasta), for
+    `-p HOST:CTR` in ports: TCP forwards first, then its fixed options."""
+    args = ["--config-net"]
+    for h, c in ports:
+        args += ["-t", f"{h}-{h}:{c}-{c}"]
+    if not ports:
+        args += ["-t", "none"]
+    args += ["-u", "none", "-T", "none", "-U", "none", "--dns-forward",
+             DNS_ADDR, "--no-map-gw", "--quiet", "--map-guest-addr",
+             HOST_ADDR, "--pid", str(pidfile), "--netns", str(netns)]
+    return args
+
+
+def libs_of(binary):
+    """The shared libraries (and loader) binary needs, from ldd."""
+    out = run(["ldd", binary]).stdout
+    paths = []
+    for line in out.splitlines():
+        parts = line.split()
+        for p in parts:
+            if p.startswith("/"):
+                paths.append(p)
+                break
+    return paths
+
+
+def make_rootfs(root):
+    """A container root: busybox, its libraries, applet links, /www."""
+    bb = shutil.which("busybox")
+    (root / "bin").mkdir(parents=True)
+    shutil.copy(bb, root / "bin" / "busybox")
+    for lib in libs_of(bb):
+        dst = root / lib.lstrip("/")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(lib, dst)
+    for a in APPLETS:
+        os.symlink("busybox", root / "bin" / a)
+    for d in ("proc", "sys", "dev", "etc", "tmp", "www"):
+        (root / d).mkdir(exist_ok=True)
+    (root / "www" / "index.html").write_text("served from the container\n")
+
+
+def hybrid_cgroups():
+    """True when /sys/fs/cgroup is v1 (tmpfs) with a cgroup2 beside it."""
+    mounts = Path("/proc/self/mounts").read_text().split("\n")
+    fs = {l.split()[1]: l.split()[2] for l in mounts if l.strip()}
+    return fs.get("/sys/fs/cgroup") == "tmpfs" and \
+        fs.get("/sys/fs/cgroup/unified") == "cgroup2"
+
+
+class Podman:
+    """podman with private storage in d; run() returns CompletedProcess."""
+
+    def __init__(self, d):
+        self.d = d
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        nproc = min(resource.getrlimit(resource.RLIMIT_NPROC)[1], 4096)
+        self.limits = (nofile, nproc)
+        conf = d / "containers.conf"
+        conf.write_text(
+            "[containers]\n"
+            'cgroups = "disabled"\n'
+            f'default_ulimits = ["nofile={nofile}:{nofile}", '
+            f'"nproc={nproc}:{nproc}"]\n'
+            "[engine]\n"
+            'cgroup_manager = "cgroupfs"\n'
+            'events_logger = "file"\n'
+            'lock_type = "file"\n'
+            f'tmp_dir = "{d}/tmp"\n'
+            'runtime = "crun"\n')
+        self.env = dict(os.environ, CONTAINERS_CONF=str(conf),
+                        HOME=str(d), XDG_RUNTIME_DIR=str(d / "xdg"))
+        (d / "xdg").mkdir()
+        self.base = ["podman", "--root", str(d / "root"), "--runroot",
+                     str(d / "run"), "--storage-driver", "vfs",
+                     "--tmpdir", str(d / "tmp")]
+
+    def _limits(self):
+        """podman's own process: NPROC as low as the containers' limit
+        (something below podman lowers it to 32768 before crun runs)."""
+        nproc = self.limits[1]
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+    def run(self, *args, timeout=60, check=True):
+        r = subprocess.run(self.base + list(args), capture_output=True,
+                           text=True, timeout=timeout, env=self.env,
+                           preexec_fn=self._limits)
+        if check and r.returncode != 0:
+            raise AssertionError(f"podman {' '.join(args)} exited "
+                                 f"{r.returncode}\nstdout:\n{r.stdout}\n"
+                                 f"stderr:\n{r.stderr}")
+        return r
+
+    def ctr(self, rootfs, netns, *cmd, detach=False):
+        """Run cmd in a new container in netns (a path); -d if detach."""
+        args = ["run", "--network", f"ns:{netns}", "--mount",
+                "type=devpts,destination=/dev/pts,gid=0"]
+        args += ["-d"] if detach else ["--rm"]
+        return self.run(*args, "--rootfs", str(rootfs), *cmd)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A directory with helpers/pasta (a link to ferry) and netns/."""
+    d = tmp_path_factory.mktemp("podman")
+    (d / "helpers").mkdir()
+    os.symlink(FERRY, d / "helpers" / "pasta")
+    (d / "netns").mkdir()
+    return d
+
+
+@pytest.fixture(scope="module")
+def podman_env(workdir):
+    """(Podman, rootfs, helper dir with a `pasta` link to ferry)."""
+    for tool in ("podman", "crun", "busybox", "unshare", "ldd"):
+        require(tool)
+    d = workdir
+    rootfs = d / "rootfs"
+    make_rootfs(rootfs)
+    helpers = d / "helpers"
+    hidden = hybrid_cgroups()
+    if hidden:
+        run(["mount", "-t", "tmpfs", "-o", "size=4k", "ferry-test-hide",
+             "/sys/fs/cgroup/unified"])
+    p = Podman(d)
+    try:
+        r = p.run("info", check=False)
+        if r.returncode != 0:
+            pytest.fail(f"podman cannot run here:\n{r.stderr}")
+        yield p, rootfs, helpers
+    finally:
+        p.run("rm", "-a", "-f", "-t", "0", check=False)
+        if hidden:
+            run(["umount", "/sys/fs/cgroup/unified"], check=False)
+
+
+class PastaNetns:
+    """podman's network part: a bind-mounted netns with ferry as pasta."""
+
+    def __init__(self, helpers, d, tag, ports=()):
+        self.path = d / "netns" / f"netns-{tag}"
+        self.path.touch()
+        run(["unshare", f"--net={self.path}", "true"])
+        self.pidfile = d / f"pasta-{tag}.pid"
+        argv = [str(helpers / "pasta")] + podman_args(self.pidfile,
+                                                      self.path, ports)
+        # A shell script (`pasta --pid F ...; cat F`) reads the pid file as
+        # soon as the parent exits; podman waits like Go's Output(): for
+        # the exit and for EOF on stdout and stderr, which the daemon must
+        # not hold open.
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        try:
+            p.wait(timeout=20)
+            txt = self.pidfile.read_text() if self.pidfile.exists() else ""
+            out, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise AssertionError("pasta did not exit, or its daemon held "
+                                 "stdout/stderr open: podman would hang")
+        assert p.returncode == 0, err
+        # --quiet: nothing printed on a normal start.
+        assert out == b"" and err == b"", (out, err)
+        assert txt.strip().isdigit(), \
+            f"pid file {txt!r} when pasta's parent returned"
+        self.pid = int(txt)
+        assert os.path.realpath(f"/proc/{self.pid}/exe") == \
+            os.path.realpath(FERRY), "the process started is not ferry"
+
+    def alive(self):
+        try:
+            return Path(f"/proc/{self.pid}/stat").read_text().split()[2] != "Z"
+        except FileNotFoundError:
+            return False
+
+    def remove(self):
+        """What podman does after the container: detach and delete."""
+        if self.path.exists():
+            run(["umount", "-l", str(self.path)], check=False)
+            self.path.unlink()
+
+    def kill(self):
+        if self.alive():
+            os.kill(self.pid, 9)
+
+
+class Echo(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = f"host says hello to {self.client_address[0]}\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+def dns_answer(q):
+    """A reply to DNS query q: DNS_NAME's A record, no other data."""
+    if len(q) < 17 or q[5] != 1:	# header + root name + type + class
+        return None
+    end = 12
+    while end < len(q) and q[end]:
+        end += 1 + q[end]
+    if end + 5 > len(q):
+        return None
+    qname = q[12:end + 1]
+    qtype = q[end + 1:end + 3]
+    labels = b"".join(bytes([len(l)]) + l.encode() for l in DNS_NAME.split("."))
+    hit = qname.lower() == labels + b"\0" and qtype == b"\0\1"
+    hdr = q[:2] + b"\x81\x80\0\1" + (b"\0\1" if hit else b"\0\0") + \
+        b"\0\0\0\0"
+    ans = b"\xc0\x0c\0\1\0\1\0\0\0\x3c\0\4" + socket.inet_aton(DNS_A)
+    return hdr + q[12:end + 5] + (ans if hit else b"")
+
+
+@pytest.fixture(scope="module")
+def host_servers():
+    """An HTTP server (TCP) and a DNS server (UDP) on the host, all
+    addresses: the container reaches them through ferry."""
+    httpd = http.server.ThreadingHTTPServer(("0.0.0.0", HTTP_PORT), Echo)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("0.0.0.0", DNS_PORT))
+    u.settimeout(0.2)
+    stop = threading.Event()
+
+    def echo():
+        while not stop.is_set():
+            try:
+                data, peer = u.recvfrom(2048)
+            except socket.timeout:
+                continue
+            reply = dns_answer(data)
+            if reply:
+                u.sendto(reply, peer)
+
+    threads = [threading.Thread(target=httpd.serve_forever, daemon=True),
+               threading.Thread(target=echo, daemon=True)]
+    for t in threads:
+        t.start()
+    yield
+    stop.set()
+    httpd.shutdown()
+    httpd.server_close()
+    for t in threads:
+        t.join(5)
+    u.close()
+
+
+def fetch(url):
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.read().decode()
+    except OSError:
+        return None
+
+
+def test_pid_file_complete_when_pasta_returns(workdir):
+    """podman reads --pid as soon as pasta's parent exits: the file must
+    then hold the daemon's pid (the parent writes it before exiting), and
+    deleting the namespace must end that daemon. Several rounds: a pid
+    file written late by the daemon itself is seen empty or missing."""
+    require("unshare")
+    for i in range(8):
+        net = PastaNetns(workdir / "helpers", workdir, f"pid{i}")
+        try:
+            assert net.alive()
+            net.remove()
+            wait_for(lambda: not net.alive(), 10,
+                     "ferry to exit once the namespace is deleted")
+        finally:
+            net.remove()
+            net.kill()
+
+
+def test_container_on_ferry_as_pasta(podman_env, host_servers):
+    p, rootfs, helpers = podman_env
+    net = PastaNetns(helpers, p.d, "1", ports=[(FWD_PORT, 80)])
+    cid = None
+    try:
+        # Every forwarded port listens before pasta's parent returns.
+        cid = p.ctr(rootfs, net.path, "httpd", "-f", "-p", "80", "-h",
+                    "/www", detach=True).stdout.strip()
+
+        def ex(cmd):
+            return p.run("exec", cid, "sh", "-c", cmd).stdout
+
+        addr = ex("ip -4 addr show")
+        assert f"inet {HOST4}/24" in addr, addr
+        assert f"default via {GW4}" in ex("ip -4 route"), ex("ip route")
+        assert "default via" in ex("ip -6 route")
+        # (busybox 1.35's wget -T crashes: the podman timeout bounds it)
+        page = ex(f"wget -q -O - http://{HOST_ADDR}:{HTTP_PORT}/")
+        assert page.startswith("host says hello"), page
+        # UDP: a DNS query to the host's server (busybox nc has no -u).
+        reply = ex(f"nslookup {DNS_NAME} {HOST_ADDR}")
+        assert DNS_A in reply, reply
+        # -p FWD_PORT:80: a host connection reaches the container's httpd
+        # (the container may still be starting it: poll).
+        body = wait_for(lambda: fetch(f"http://127.0.0.1:{FWD_PORT}/"), 15,
+                        "the forwarded port to reach httpd")
+        assert body == "served from the container\n"
+        assert net.alive()
+        p.run("stop", "-t", "1", cid)
+        p.run("rm", cid)
+        cid = None
+        net.remove()
+        wait_for(lambda: not net.alive(), 10,
+                 "ferry to exit once the namespace is deleted")
+    finally:
+        if cid:
+            p.run("rm", "-f", "-t", "0", cid, check=False)
+        net.remove()
+        net.kill()
+
+    # A second container, its own namespace and ferry, runs as well, and
+    # the first one's port is free again.
+    net2 = PastaNetns(helpers, p.d, "2", ports=[(FWD_PORT, 80)])
+    try:
+        out = p.ctr(rootfs, net2.path, "sh", "-c",
+                    f"ip -4 addr show; wget -q -O - "
+                    f"http://{HOST_ADDR}:{HTTP_PORT}/").stdout
+        assert f"inet {HOST4}/24" in out and "host says hello" in out, out
+        net2.remove()
+        wait_for(lambda: not net2.alive(), 10,
+                 "the second ferry to exit once its namespace is deleted")
+    finally:
+        net2.remove()
+        net2.kill()
