@@ -703,13 +703,32 @@ static void tcp_flush_pending(struct ctx *c, struct flow *fl)
 	}
 }
 
+/* tcp_data_ooo() - a segment beyond a hole (seq after seq_from_guest, no
+ * in-order bytes pending): keep a copy in the out-of-order queue, and one
+ * duplicate ACK per segment at once, with SACK blocks where the guest
+ * agreed, so the guest's fast retransmit resends just the hole. Returns
+ * the reason when the payload was dropped, DROP_NONE otherwise. */
+static enum drop_reason tcp_data_ooo(struct ctx *c, struct flow *fl,
+				     const struct pkt *p, seq_t seq)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	size_t len = p->payload_len;
+	enum drop_reason r = DROP_NONE;
+
+	if (seq_gt(seq_add(seq, (uint32_t)len), conn->wnd_edge))
+		r = DROP_TCP_SEQ;	/* beyond our window: keep none */
+	else if (len)
+		r = tcp_ooo_insert(c->tcp.ooo, conn, conn->seq_from_guest, seq,
+				   p->payload, len, p->tcp.flags & TCP_F_FIN);
+	tcp_send_flags(c, fl, TCP_F_ACK);
+	return r;
+}
+
 /* tcp_data_input() - the guest's payload and FIN: in-order bytes are
  * queued for the end-of-batch write; old bytes (retransmissions, window
- * probes, keepalives) get an ACK at the end of the batch. Bytes beyond a
- * hole are copied to the out-of-order queue (tcp_ooo.c) and answered at
- * once with a duplicate ACK, with SACK blocks where the guest agreed, so
- * the guest's fast retransmit resends just the hole. Returns the reason
- * when the segment's payload was dropped, DROP_NONE otherwise. */
+ * probes, keepalives) get an ACK at the end of the batch; bytes beyond a
+ * hole go to tcp_data_ooo(). Returns the reason when the segment's
+ * payload was dropped, DROP_NONE otherwise. */
 static enum drop_reason tcp_data_input(struct ctx *c, struct flow *fl,
 				       const struct pkt *p)
 {
@@ -718,36 +737,34 @@ static enum drop_reason tcp_data_input(struct ctx *c, struct flow *fl,
 	seq_t seq = seq_make(t->seq);
 	seq_t next = seq_add(conn->seq_from_guest, conn->pend_bytes);
 	size_t len = p->payload_len;
-	int32_t off = seq_diff(next, seq);
-
-	enum drop_reason r = DROP_NONE;
+	int32_t off;
 
 	if (conn->flags & TCP_C_GUEST_FIN) {
 		if (len || (t->flags & TCP_F_FIN))
 			conn->flags |= TCP_C_ACK_NOW;
 		return DROP_NONE;
 	}
-	if (off < 0) {
-		/* A hole before this segment: keep a copy, and one duplicate
-		 * ACK per segment at once (a pure ACK carries nothing to
-		 * report). */
-		if (!len && !(t->flags & TCP_F_FIN))
+	/* A hole seems to come before this segment (a pure ACK carries
+	 * nothing to keep). In-order bytes of this batch go out first: the
+	 * duplicate ACK must cover them, or the guest takes them for lost
+	 * (its SACK scoreboard sees blocks beyond an ACK that lags). The
+	 * write takes the queued run they connect to along, which can end
+	 * just where this segment starts (the guest's retransmission of the
+	 * last hole, behind the one of the hole before it): then it is in
+	 * order after all, and is no more "beyond a hole" than it is old. */
+	if (seq_lt(next, seq) && (len || (t->flags & TCP_F_FIN)) &&
+	    conn->pend_bytes) {
+		tcp_flush_pending(c, fl);
+		if (conn->flags & TCP_C_GUEST_FIN) {	/* queued FIN reached */
+			conn->flags |= TCP_C_ACK_NOW;
 			return DROP_NONE;
-		/* In-order bytes of this batch go out first: the ACK must
-		 * cover them, or the guest takes them for lost (its SACK
-		 * scoreboard sees blocks beyond an ACK that lags). */
-		if (conn->pend_bytes)
-			tcp_flush_pending(c, fl);
-		if (seq_gt(seq_add(seq, (uint32_t)len), conn->wnd_edge))
-			r = DROP_TCP_SEQ;	/* beyond our window: keep none */
-		else if (len)
-			r = tcp_ooo_insert(c->tcp.ooo, conn,
-					   conn->seq_from_guest, seq,
-					   p->payload, len,
-					   t->flags & TCP_F_FIN);
-		tcp_send_flags(c, fl, TCP_F_ACK);
-		return r;
+		}
+		next = conn->seq_from_guest;
 	}
+	off = seq_diff(next, seq);
+	if (off < 0)
+		return len || (t->flags & TCP_F_FIN) ? tcp_data_ooo(c, fl, p, seq)
+						      : DROP_NONE;
 	if ((len && (size_t)off >= len) || (!len && off > 0)) {
 		conn->flags |= TCP_C_ACK_NOW;
 		return DROP_NONE;
