@@ -3,9 +3,11 @@
 #
 # Runs build/udpblast (a sendmmsg/recvmmsg probe, test/bench/udpblast.c)
 # for SECS seconds per case, unthrottled, and prints received Mbit/s and
-# the loss (sent - received) per case:
+# the loss (sent - received) per case, with where it happened (the
+# sender's device drops, the receiver's socket buffer overflows):
 #   veth:        a namespace behind a veth pair -> sandbox host
 #   ferry out:   guest -> its gateway (host loopback), ferry ns
+#   pasta out:   the same through pasta, when it is installed
 #   ferry in:    host -> forwarded port (-u) -> guest
 # Usage: [RATE=MBIT] test/bench/udp.sh [SIZE [SECS]]
 #   (default 1400 bytes, 5 s, unthrottled sender)
@@ -23,6 +25,23 @@ SIZE=${1:-1400}; SECS=${2:-5}; RATE=${RATE:-0}
 B=$PWD/build/udpblast; F=$PWD/ferry
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
+# report NAME: one line from $tmp/recv and $tmp/send, with where the loss
+# happened: txdrop (the sender namespace's device drops, e.g. a full tap
+# ring) and rcvbuferr (the receiver namespace's UDP RcvbufErrors).
+report() {
+	local got sent mbit txd rbe
+	got=$(grep -o 'datagrams=[0-9]*' "$tmp/recv" | cut -d= -f2)
+	mbit=$(grep -o 'mbit=[0-9]*' "$tmp/recv" | cut -d= -f2)
+	rbe=$(grep -o 'rcvbuferr=[0-9]*' "$tmp/recv" | cut -d= -f2)
+	sent=$(grep -o 'datagrams=[0-9]*' "$tmp/send" | cut -d= -f2)
+	txd=$(grep -o 'txdrop=[0-9]*' "$tmp/send" | cut -d= -f2)
+	printf '%-10s size %5s: %6s Mbit/s received, loss %s%% (%s of %s; txdrop %s, rcvbuferr %s)\n' \
+		"$1" "$SIZE" "${mbit:-0}" \
+		"$(awk -v s="${sent:-0}" -v g="${got:-0}" 'BEGIN{printf "%.1f", s ? (s-g)*100/s : 100}')" \
+		"$(( ${sent:-0} - ${got:-0} ))" "${sent:-0}" "${txd:-?}" "${rbe:-?}"
+	echo "$1 ${mbit:-0}" >> "$tmp/results"
+}
+
 # measure NAME RECV_CMD... -- SEND_CMD...: run a receiver, then a sender.
 measure() {
 	local name=$1; shift
@@ -33,15 +52,7 @@ measure() {
 	for _ in $(seq 100); do grep -q READY "$tmp/recv" && break; sleep 0.05; done
 	"${send[@]}" > "$tmp/send" 2>&1 || true
 	wait $rp || true
-	local got sent mbit
-	got=$(grep -o 'datagrams=[0-9]*' "$tmp/recv" | cut -d= -f2)
-	mbit=$(grep -o 'mbit=[0-9]*' "$tmp/recv" | cut -d= -f2)
-	sent=$(grep -o 'datagrams=[0-9]*' "$tmp/send" | cut -d= -f2)
-	printf '%-10s size %5s: %6s Mbit/s received, loss %s%% (%s of %s)\n' \
-		"$name" "$SIZE" "${mbit:-0}" \
-		"$(awk -v s="${sent:-0}" -v g="${got:-0}" 'BEGIN{printf "%.1f", s ? (s-g)*100/s : 100}')" \
-		"$(( ${sent:-0} - ${got:-0} ))" "${sent:-0}"
-	echo "$name ${mbit:-0}" >> "$tmp/results"
+	report "$name"
 }
 
 # veth baseline: a plain namespace with a veth pair to the sandbox host.
@@ -62,20 +73,19 @@ kill $nsp
 measure ferry-out "$B" recv 5302 "$SECS" -- \
 	"$F" ns -q -f --config-net -- "$B" send 198.51.100.1 5302 "$SIZE" "$SECS" "$RATE"
 
+if command -v pasta > /dev/null; then
+	measure pasta-out "$B" recv 5304 "$SECS" -- \
+		pasta -q -f --runas 0 --config-net -t none -u none -T none -U none \
+		-- "$B" send 198.51.100.1 5304 "$SIZE" "$SECS" "$RATE"
+fi
+
 # Host -> guest: the receiver runs in the guest behind -u 5303.
 "$F" ns -q -f --config-net -u 5303 -- "$B" recv 5303 "$SECS" > "$tmp/recv" 2>&1 &
 fp=$!
 for _ in $(seq 100); do grep -q READY "$tmp/recv" && break; sleep 0.05; done
 ${PERF:-} "$B" send 127.0.0.1 5303 "$SIZE" "$SECS" "$RATE" > "$tmp/send" 2>&1 || true
 wait $fp || true
-got=$(grep -o 'datagrams=[0-9]*' "$tmp/recv" | cut -d= -f2)
-mbit=$(grep -o 'mbit=[0-9]*' "$tmp/recv" | cut -d= -f2)
-sent=$(grep -o 'datagrams=[0-9]*' "$tmp/send" | cut -d= -f2)
-printf '%-10s size %5s: %6s Mbit/s received, loss %s%% (%s of %s)\n' \
-	"ferry-in" "$SIZE" "${mbit:-0}" \
-	"$(awk -v s="${sent:-0}" -v g="${got:-0}" 'BEGIN{printf "%.1f", s ? (s-g)*100/s : 100}')" \
-	"$(( ${sent:-0} - ${got:-0} ))" "${sent:-0}"
-echo "ferry-in ${mbit:-0}" >> "$tmp/results"
+report ferry-in
 
 awk '$1 == "veth" { v = $2 } $1 != "veth" { r[$1] = $2 }
      END { for (k in r) printf "ratio %s/veth: %.2f\n", k, v ? r[k] / v : 0 }' \

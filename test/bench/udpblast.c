@@ -16,6 +16,14 @@
  * until SECONDS passed or the flow stopped for 1 s, and prints one line:
  * "RESULT datagrams=N bytes=B seconds=T mbit=X lost=L" (lost: sequence
  * numbers never seen below the highest seen).
+ *
+ * Where the loss happens: the sender also prints txdrop=, the transmit
+ * drops of its network namespace's devices over the run (/proc/net/dev,
+ * loopback excluded: a tap whose reader is slower than the sender drops
+ * there, its ring full), and the receiver rcvbuferr=, its namespace's UDP
+ * RcvbufErrors over the run (/proc/net/snmp: a socket whose reader is
+ * slower than the datagrams arrive). Both are namespace-wide, fine in a
+ * bench sandbox where nothing else sends.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -40,6 +48,60 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* tx_drops() - the transmit drops of every device but lo in this network
+ * namespace (/proc/net/dev is per namespace, /sys/class/net may not be). */
+static unsigned long long tx_drops(void)
+{
+	unsigned long long sum = 0, v[16];
+	char line[512], name[64];
+	FILE *f = fopen("/proc/net/dev", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':');
+
+		if (!c || sscanf(line, " %63[^:]", name) != 1 ||
+		    !strcmp(name, "lo"))
+			continue;
+		/* rx: bytes packets errs drop fifo frame compressed multicast,
+		 * tx: bytes packets errs drop ... */
+		if (sscanf(c + 1, "%llu %llu %llu %llu %llu %llu %llu %llu "
+			   "%llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+			   &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
+			   &v[11]) == 12)
+			sum += v[11];
+	}
+	fclose(f);
+	return sum;
+}
+
+/* rcvbuf_errors() - this namespace's UDP RcvbufErrors (the "Udp:" rows of /proc/net/snmp, header then values). */
+static unsigned long long rcvbuf_errors(void)
+{
+	char hdr[1024], val[1024], *h, *v, *hs, *vs;
+	unsigned long long r = 0;
+	FILE *f = fopen("/proc/net/snmp", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(hdr, sizeof(hdr), f)) {
+		if (strncmp(hdr, "Udp: ", 5) || !fgets(val, sizeof(val), f))
+			continue;
+		h = strtok_r(hdr, " \n", &hs);
+		v = strtok_r(val, " \n", &vs);
+		while (h && v) {
+			if (!strcmp(h, "RcvbufErrors"))
+				r = strtoull(v, NULL, 10);
+			h = strtok_r(NULL, " \n", &hs);
+			v = strtok_r(NULL, " \n", &vs);
+		}
+		break;
+	}
+	fclose(f);
+	return r;
+}
+
 /* Send SIZE-byte numbered datagrams on connected fd for secs seconds. */
 static int blast(int fd, size_t size, double secs, double mbit)
 {
@@ -47,6 +109,7 @@ static int blast(int fd, size_t size, double secs, double mbit)
 	struct mmsghdr mm[BATCH];
 	struct iovec iov[BATCH];
 	uint64_t seq = 0, sent_bytes = 0;
+	unsigned long long d0 = tx_drops();
 	double t0, t;
 	int i, sb = 4 << 20;
 
@@ -75,8 +138,9 @@ static int blast(int fd, size_t size, double secs, double mbit)
 			sent_bytes += (uint64_t)n * size;
 		}
 	}
-	printf("SENT datagrams=%llu mbit=%.0f\n", (unsigned long long)seq,
-	       sent_bytes * 8 / 1e6 / (now() - t0));
+	printf("SENT datagrams=%llu mbit=%.0f txdrop=%llu\n",
+	       (unsigned long long)seq, sent_bytes * 8 / 1e6 / (now() - t0),
+	       tx_drops() - d0);
 	return 0;
 }
 
@@ -125,6 +189,7 @@ static int count(int fd, double secs, int hello)
 	struct mmsghdr mm[BATCH];
 	struct iovec iov[BATCH];
 	uint64_t n = 0, bytes = 0, maxseq = 0;
+	unsigned long long e0 = rcvbuf_errors();
 	double t0 = 0, tl = 0, start = now();
 	int i;
 
@@ -165,9 +230,10 @@ static int count(int fd, double secs, int hello)
 			break;
 	}
 	printf("RESULT datagrams=%llu bytes=%llu seconds=%.2f mbit=%.0f "
-	       "lost=%llu\n", (unsigned long long)n, (unsigned long long)bytes,
-	       tl - t0, tl > t0 ? bytes * 8 / 1e6 / (tl - t0) : 0.0,
-	       (unsigned long long)(maxseq - n));
+	       "lost=%llu rcvbuferr=%llu\n", (unsigned long long)n,
+	       (unsigned long long)bytes, tl - t0,
+	       tl > t0 ? bytes * 8 / 1e6 / (tl - t0) : 0.0,
+	       (unsigned long long)(maxseq - n), rcvbuf_errors() - e0);
 	return 0;
 }
 
