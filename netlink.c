@@ -562,6 +562,19 @@ int nl_link_set(int fd, unsigned int ifindex, const uint8_t *mac,
 	return nl_xfer(fd, &m, NULL, NULL);
 }
 
+int nl_link_txqlen(int fd, unsigned int ifindex, unsigned int qlen)
+{
+	uint32_t q = qlen;
+	struct nl_msg m;
+
+	nl_msg_init(&m, RTM_NEWLINK, NLM_F_ACK, sizeof(m.ifi));
+	m.ifi.ifi_family = AF_UNSPEC;
+	m.ifi.ifi_index = (int)ifindex;
+	if (!nl_attr_put(&m, IFLA_TXQLEN, &q, sizeof(q)))
+		return -ENOSPC;
+	return nl_xfer(fd, &m, NULL, NULL);
+}
+
 /* --- addresses -------------------------------------------------------- */
 
 /* addr_decode() - an RTM_NEWADDR message: a global-scope address of

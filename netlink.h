@@ -72,6 +72,11 @@ int nl_route_dump(int fd, int family, unsigned int ifindex,
 int nl_link_set(int fd, unsigned int ifindex, const uint8_t *mac,
 		unsigned int mtu, bool up);
 
+/* nl_link_txqlen() - set the transmit queue length of a link (netlink
+ * only needs CAP_NET_ADMIN in the link's namespace; the SIOCSIFTXQLEN
+ * ioctl needs it in the initial one). Returns 0 or -errno. */
+int nl_link_txqlen(int fd, unsigned int ifindex, unsigned int qlen);
+
 /* nl_addr_add() - add addr/prefix_len (family AF_INET or AF_INET6) on
  * ifindex; IPv6 addresses are added without duplicate address detection
  * (ferry owns the link: nobody else can hold the address). Returns 0,

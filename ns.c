@@ -42,6 +42,7 @@
  * and a NETLINK_ROUTE socket; ferry configures the guest over it:
  *
  *   always          lo up (as pasta: binding loopback needs it); the
+ *                   tap's transmit queue lengthened (NS_TAP_TXQLEN); the
  *                   tap's MAC (--ns-mac-addr if given) is read back and
  *                   becomes the guest MAC, so frames to the guest are
  *                   unicast before it has spoken
@@ -79,6 +80,16 @@
 
 #define HELPER_STACK	(256 << 10)
 #define LO_IFINDEX	1		/* loopback is 1 in every namespace */
+
+/* The tap's transmit queue: the guest's frames waiting for ferry to read
+ * them. A tap drops what the guest sends when it is full (tx_dropped),
+ * without pushing back on the sending socket, so a guest UDP stream lost
+ * frames there whenever ferry was off the CPU for longer than the default
+ * 1000 frames last (11 ms at 1 Gbit/s of 1400-byte datagrams, less than a
+ * scheduler slice on a busy machine). 4096 cover ~45 ms at that rate,
+ * and a guest sending faster than ferry reads queues no more than that;
+ * TCP is bounded by its window anyway. Measured in doc/bench.md. */
+#define NS_TAP_TXQLEN	4096
 
 /* What ns_tap_open() needs and reports (shared memory: CLONE_VM). */
 struct ns_tap {
@@ -524,6 +535,10 @@ static void ns_configure(struct ctx *c, int nl, unsigned int ifindex,
 
 	nl_check(nl_link_set(nl, LO_IFINDEX, NULL, 0, true),
 		 "bringing up", "lo");
+	rc = nl_link_txqlen(nl, ifindex, NS_TAP_TXQLEN);
+	if (rc)		/* the tap works without: not fatal */
+		warn("setting the transmit queue length of %s: %s", ifname,
+		     strerror(-rc));
 	if (f->config_net) {
 		/* MAC and MTU first, while down; then up, then L3. */
 		nl_check(nl_link_set(nl, ifindex, mac, f->mtu, false),

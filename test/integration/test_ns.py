@@ -69,6 +69,16 @@ def test_without_config_net_tap_stays_down(ferry_ns):
     assert f.proc.poll() is None, f.output()
 
 
+@pytest.mark.parametrize("config_net", [True, False])
+def test_tap_transmit_queue_lengthened(ferry_ns, config_net):
+    """The tap drops the guest's frames when its queue is full (no
+    backpressure on the sender): ferry lengthens it from the default 1000
+    to 4096 frames (ns.c NS_TAP_TXQLEN), with or without --config-net."""
+    f = ferry_ns(config_net=config_net)
+    l = [x for x in ip_json(f, ["link", "show", "dev", TAP])]
+    assert l and l[0]["txqlen"] == 4096, l
+
+
 def test_ns_mac_addr_and_ifname(ferry_ns):
     f = ferry_ns(args=["--ns-mac-addr", "02:00:5e:10:00:01",
                        "--ns-ifname", "eth7"])
