@@ -9,8 +9,9 @@
 #   ferry out:   guest -> its gateway (host loopback), ferry ns
 #   pasta out:   the same through pasta, when it is installed
 #   ferry in:    host -> forwarded port (-u) -> guest
-# Usage: [RATE=MBIT] test/bench/udp.sh [SIZE [SECS]]
-#   (default 1400 bytes, 5 s, unthrottled sender)
+# Usage: [RATE=MBIT] [UDPBLAST_GSO=N] test/bench/udp.sh [SIZE [SECS]]
+#   (default 1400 bytes, 5 s, unthrottled sender; UDPBLAST_GSO: senders
+#   use UDP_SEGMENT, N datagrams per send, see udpblast.c)
 # iperf3 -u needs a TCP control connection: it is used once ferry has TCP
 # (set IPERF=1).
 set -eu
