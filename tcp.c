@@ -349,19 +349,22 @@ static void tcp_wnd_first(struct ctx *c, struct flow *fl)
 
 /* tcp_sock_mss() - a connected socket's segment sizes, with one TCP_INFO:
  * the path's (mss_host, what TCP_MAXSEG reads) and the one we advertised
- * to the peer (mss_peer, for the window clamp in tcp_tx.c). */
-void tcp_sock_mss(struct tcp_conn *conn)
+ * to the peer (mss_peer, for the window clamp in tcp_tx.c). Returns the
+ * socket's TCP state (TCP_ESTABLISHED, TCP_SYN_SENT, ...; the values of
+ * <netinet/tcp.h>), -1 when TCP_INFO failed. */
+int tcp_sock_mss(struct tcp_conn *conn)
 {
 	struct tcp_info ti;
 	socklen_t sl = sizeof(ti);
 
 	if (getsockopt(conn->sock, IPPROTO_TCP, TCP_INFO, &ti, &sl) ||
 	    sl < offsetof(struct tcp_info, tcpi_advmss) + sizeof(ti.tcpi_advmss))
-		return;
+		return -1;
 	if (ti.tcpi_snd_mss)
 		conn->mss_host = (uint16_t)MIN(ti.tcpi_snd_mss, 65535u);
 	if (ti.tcpi_advmss)
 		conn->mss_peer = ti.tcpi_advmss;
+	return ti.tcpi_state;
 }
 
 /* tcp_wnd_update() - the window to the guest at the end of a batch, from
@@ -470,6 +473,8 @@ void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
 	conn->mss_to_guest = (uint16_t)MAX(mss, 64u);
 }
 
+static void tcp_connected(struct ctx *c, struct flow *fl);
+
 /* tcp_conn_open() - a guest SYN without a flow: start the host connect. */
 static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 				      const struct flow_key *k)
@@ -512,6 +517,16 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 	}
 	tcp_timer_set(c, conn, TCP_CONNECT_TIMEOUT_MS);
 	c->tcp.st.opened++;
+	/* Loopback: the whole handshake with a listening peer runs inside
+	 * connect() (the kernel's softirq and the socket's backlog, before
+	 * it returns EINPROGRESS), so the SYN-ACK goes out in this round
+	 * instead of after one more epoll_wait() for EPOLLOUT. The
+	 * TCP_INFO is the one tcp_connect_done() needs anyway; a peer that
+	 * did not answer yet is left to EPOLLOUT as any other. */
+	if (inany_is_loopback(&dst) && tcp_sock_mss(conn) == TCP_ESTABLISHED) {
+		c->tcp.st.connect_now++;
+		tcp_connected(c, fl);
+	}
 	return DROP_NONE;
 }
 
@@ -538,6 +553,15 @@ static void tcp_connect_done(struct ctx *c, struct flow *fl, uint32_t events)
 		return;
 	}
 	tcp_sock_mss(conn);
+	tcp_connected(c, fl);
+}
+
+/* tcp_connected() - the host socket is connected (its segment sizes
+ * known, tcp_sock_mss()): SYN-ACK to the guest. */
+static void tcp_connected(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
 	conn->state = TCP_CS_SYNACK_SENT;
 	tcp_wnd_first(c, fl);
 	tcp_send_flags(c, fl, TCP_F_SYN | TCP_F_ACK);

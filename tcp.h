@@ -27,6 +27,7 @@ struct tcp_pend {
 /* Counters (logged with the statistics, read by tests). */
 struct tcp_stats {
 	uint64_t opened, refused, fwd_accepted;
+	uint64_t connect_now;		/* SYN-ACK in the SYN's round (tests) */
 	uint64_t rst_to_guest, rst_from_guest;
 	uint64_t rewinds_dupack, rewinds_rto;
 	uint64_t short_writes;		/* guest data the socket refused */

@@ -189,7 +189,7 @@ void tcp_events_rearm(struct ctx *c, struct flow *fl);
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
 struct tcp_view;
 void tcp_sock_opts(int s);
-void tcp_sock_mss(struct tcp_conn *conn);
+int tcp_sock_mss(struct tcp_conn *conn);
 /* tcp_mss_from_guest() - the MSS we advertise to the guest, the largest
  * segment it sends us (a TSO frame carries several). */
 uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl);

@@ -1474,8 +1474,9 @@ TEST(tcp_conn_peer_fin_with_connect)
 	a = accept(ls, NULL, NULL);	/* loopback: connected at once */
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, "hi", 2, 0), 2);
-	close(a);			/* data and FIN before ferry looks */
-	pump(c, 2000, 1);
+	close(a);			/* data and FIN before the guest's ACK */
+	pump(c, 100, 2);	/* the SYN-ACK went in the SYN's round: events */
+	CHECK_EQ(test_tx_n(c), 1);
 	CHECK(seg_at(c, 0, &p));
 	CHECK_EQ(p.tcp.flags, TCP_F_SYN | TCP_F_ACK);
 	g.ack = p.tcp.seq + 1;
@@ -1496,6 +1497,56 @@ TEST(tcp_conn_peer_fin_with_connect)
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
 	close(ls);
 	tcp_test_free(c);
+}
+
+/* Loopback: connect() completes the handshake with a listening peer
+ * before it returns, so the SYN-ACK goes to the guest in the SYN's own
+ * round (no epoll_wait() for EPOLLOUT first); the EPOLLOUT reported later
+ * sends nothing more, and the connection carries data as any other. */
+static void syn_ack_same_round(bool v6)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .v6 = v6, .sport = 40043 };
+	int ls = listener(v6, &g.dport), a;
+	char buf[8];
+	struct pkt p;
+
+	CHECK(ls >= 0);
+	test_tx_reset(c);
+	g.seq = 500;
+	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
+	CHECK_EQ(c->tcp.st.connect_now, 1);
+	CHECK_EQ(test_tx_n(c), 1);		/* before any event was read */
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.flags, TCP_F_SYN | TCP_F_ACK);
+	CHECK_EQ(p.tcp.ack, 501);
+	g.ack = p.tcp.seq + 1;
+	pump(c, 50, 2);				/* the late EPOLLOUT */
+	CHECK_EQ(test_tx_n(c), 1);
+	a = accept(ls, NULL, NULL);
+	CHECK(a >= 0);
+	test_tx_reset(c);
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "ping", 4, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 4);
+	CHECK_EQ(send(a, "pong", 4, 0), 4);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 4);
+	CHECK(!memcmp(p.payload, "pong", 4));
+	CHECK_EQ(p.tcp.ack, 505);
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+TEST(tcp_conn_syn_ack_same_round_v4)
+{
+	syn_ack_same_round(false);
+}
+
+TEST(tcp_conn_syn_ack_same_round_v6)
+{
+	syn_ack_same_round(true);
 }
 
 /* A connect the host never answers (the listener's accept queue is full:
