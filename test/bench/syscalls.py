@@ -13,6 +13,8 @@ exchange, by name:
   keep1       wrk -c1 keep-alive against nginx (one request in flight)
   keep8       wrk -c8 keep-alive (the bench row's shape)
   close8      wrk -c8 with Connection: close (the bench row's shape)
+  close1      wrk -c1 with Connection: close (one connection at a time:
+              its steps read one after the other in a SYSCALLS_TRACE)
 
 The exchange count comes from the client (pingpong's count, wrk's
 requests). strace slows every call down, so rates under it mean nothing, and
@@ -73,6 +75,7 @@ def workloads(be, secs, pingpong):
         ("keep1", wrk + ["-c", "1", url], "nginx"),
         ("keep8", wrk + ["-c", "8", url], "nginx"),
         ("close8", wrk + ["-c", "8", "-H", "Connection: close", url], "nginx"),
+        ("close1", wrk + ["-c", "1", "-H", "Connection: close", url], "nginx"),
     ]
 
 
@@ -116,7 +119,7 @@ def exchanges(name, out):
 def trace(be, name, argv, secs, out):
     """SYSCALLS_TRACE=1: every call the backend makes during one run."""
     log = os.path.join(out, f"trace-{name}.txt")
-    st = procs.start(["strace", "-f", "-o", log, "-p", str(be.pid)])
+    st = procs.start(["strace", "-f", "-ttt", "-o", log, "-p", str(be.pid)])
     time.sleep(0.5)		# strace attaches (no readiness signal exists)
     r = procs.run(be.guest(argv), timeout=secs + 30)
     os.kill(st.pid, signal.SIGINT)
