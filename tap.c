@@ -239,13 +239,23 @@ void tap_handler(struct ctx *c, uint32_t events)
 		if (rx->want > 1)
 			rx->burst = n > 1 || rx->more;
 		frames += rx->n;
+		/* the loop's conditions below, known before the input */
+		rx->next_round = n > 0 && rx->more && rx->want > 1 &&
+				 rounds + 1 < 64 && frames < 8 * RX_FRAMES_MAX;
 		if (rx->n)
 			tap_input(c);
 		/* The round's ACKs (and the data they let out) go now: the
-		 * guest sends on while we read the next round. */
+		 * guest sends on while we read the next round. Only ACKs
+		 * well inside the window wait for the next round's
+		 * (rx->next_round, tcp.c tcp_ack_carry()). */
 		tap_flush(c);
 		if (n <= 0 || !rx->more || rx->want == 1)
 			break;
+	}
+	rx->next_round = false;
+	if (n >= 0 && tcp_input_pending(c)) {	/* ACKs carried on */
+		tcp_input_done(c);
+		tap_flush(c);
 	}
 	if (n < 0)
 		link_closed(c);

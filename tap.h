@@ -46,6 +46,9 @@ struct rx_batch {
 	bool backlog;			/* stream: whole frames wait in buf */
 	bool more;			/* rx stopped before the fd was empty */
 	bool burst;			/* the last tap read found >1 frame */
+	bool next_round;		/* tap_handler() reads another round
+					 * right after this batch: ACKs well
+					 * inside the window may wait for it */
 	unsigned int want;		/* frames rx may read (0: all it can) */
 	uint64_t iter;			/* loop iteration of the last read */
 	unsigned int n;

@@ -1001,8 +1001,34 @@ static bool tcp_conn_finished(struct ctx *c, struct flow *fl)
 	return true;
 }
 
-/* tcp_batch_end() - per-connection work at the end of an input batch. */
-static void tcp_batch_end(struct ctx *c, struct flow *fl)
+/* tcp_ack_carry() - whether the ACK of guest data just written may wait
+ * for the end of the next read round of the same wake-up (a round is
+ * at most 1 MiB of frames, tap_dev.c), which acknowledges the data of
+ * both: a guest sending on several connections at once gets one ACK per
+ * connection every few rounds instead of one per connection per round
+ * (tap writes, and the guest's ACK processing inside them). Only while
+ * what is unacknowledged stays under a quarter of the window we last
+ * offered, so the guest never waits for it; never for ACKs that must
+ * go now (TCP_C_ACK_NOW: window updates, FIN, short writes, loss
+ * recovery) and never past the wake-up (tap_handler() ends with a batch
+ * that carries nothing). */
+static bool tcp_ack_carry(const struct ctx *c, const struct tcp_conn *conn,
+			  unsigned int carried)
+{
+	uint32_t unacked = (uint32_t)seq_diff(conn->seq_from_guest,
+					      conn->ack_sent);
+
+	return c->link.rx.next_round && !conn->ooo &&
+	       conn->ack_state == TCP_ACK_DUE &&
+	       !(conn->flags & (TCP_C_ACK_NOW | TCP_C_GUEST_FIN)) &&
+	       unacked < conn->wnd_sent / 4 &&
+	       carried < TCP_DIRTY_MAX - RX_FRAMES_MAX;
+}
+
+/* tcp_batch_end() - per-connection work at the end of an input batch.
+ * Returns true when the connection's ACK was carried to the next batch
+ * (tcp_ack_carry()): the caller keeps it in the work list. */
+static bool tcp_batch_end(struct ctx *c, struct flow *fl, unsigned int carried)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	bool announce;
@@ -1010,7 +1036,7 @@ static void tcp_batch_end(struct ctx *c, struct flow *fl)
 	tcp_flush_pending(c, fl);
 	tcp_fin_to_host(c, fl);
 	if (!conn->consume)
-		tcp_clamp_update(c, fl, false);
+		tcp_clamp_refresh(c, fl);
 	else
 		tcp_consume_lazy(c, fl);	/* deferred: the clamp too */
 	announce = tcp_wnd_update(c, fl);
@@ -1027,22 +1053,31 @@ static void tcp_batch_end(struct ctx *c, struct flow *fl)
 	    (!conn->sock_sent || ((conn->flags & TCP_C_SOCK_EOF) &&
 				  !(conn->flags & TCP_C_FIN_SENT))))
 		tcp_data_to_guest(c, fl);
+	if (tcp_ack_carry(c, conn, carried)) {
+		c->tcp.st.acks_carried++;
+		conn->flags &= (uint16_t)~TCP_C_TX_NOW;
+		conn->flags |= TCP_C_DIRTY;
+		tcp_events_update(c, fl);
+		return true;
+	}
 	if (conn->flags & TCP_C_ACK_NOW)
 		tcp_send_flags(c, fl, TCP_F_ACK);
 	else if (conn->ack_state != TCP_ACK_NONE)
 		tcp_delack(c, fl);
 	conn->flags &= (uint16_t)~(TCP_C_ACK_NOW | TCP_C_TX_NOW);
 	if (tcp_conn_finished(c, fl))
-		return;
+		return false;
 	tcp_events_update(c, fl);
+	return false;
 }
 
 void tcp_input_done(struct ctx *c)
 {
-	uint16_t i;
+	uint16_t i, n = c->tcp.dirty_n, keep = 0;
 
-	for (i = 0; i < c->tcp.dirty_n; i++) {
-		struct flow *fl = flow_at(&c->flows, c->tcp.dirty[i]);
+	for (i = 0; i < n; i++) {
+		uint32_t idx = c->tcp.dirty[i];
+		struct flow *fl = flow_at(&c->flows, idx);
 		struct tcp_conn *conn;
 
 		if (!fl || fl->f.type != FLOW_TCP)
@@ -1051,10 +1086,16 @@ void tcp_input_done(struct ctx *c)
 		if (!(conn->flags & TCP_C_DIRTY))
 			continue;
 		conn->flags &= (uint16_t)~TCP_C_DIRTY;
-		tcp_batch_end(c, fl);
+		if (tcp_batch_end(c, fl, keep))
+			c->tcp.dirty[keep++] = idx;	/* keep <= i */
 	}
-	c->tcp.dirty_n = 0;
+	c->tcp.dirty_n = keep;
 	c->tcp.pend_n = 0;
+}
+
+bool tcp_input_pending(const struct ctx *c)
+{
+	return c->tcp.dirty_n;
 }
 
 /* tcp_sock_error() - EPOLLERR/EPOLLHUP on a connected socket. Returns
@@ -1253,6 +1294,7 @@ void tcp_stats_log(const struct ctx *c)
 		{ "timeouts", s->timeouts },
 		{ "acks delayed", s->acks_delayed },
 		{ "sent by timer", s->acks_delack_timer },
+		{ "acks carried", s->acks_carried },
 	};
 
 	stats_line("tcp", st, ARRAY_SIZE(st));

@@ -15,7 +15,10 @@ struct tcp_ooo_pool;
 /* Guest payload slices waiting for the end-of-batch sendmsg(): at most
  * one per frame of an input batch (RX_FRAMES_MAX, checked in tcp.c). */
 #define TCP_PEND_MAX	256
-#define TCP_DIRTY_MAX	256
+/* Connections with end-of-batch work: one per frame of a batch plus
+ * those whose ACK waits for the next read round (tcp.c, tcp_ack_carry();
+ * at most TCP_DIRTY_MAX - RX_FRAMES_MAX of them). */
+#define TCP_DIRTY_MAX	512
 #define TCP_DELACK_MAX	512	/* delayed ACKs waiting; full: ACK at once */
 
 struct tcp_pend {
@@ -37,6 +40,9 @@ struct tcp_stats {
 	uint64_t acks_delayed;		/* ACKs deferred (tcp_delack()) */
 	uint64_t acks_delack_timer;	/* ... sent alone when the delay ran
 					 * out: the rest rode on host data */
+	uint64_t acks_carried;		/* batch ends that left a connection's
+					 * ACK to the next read round of the
+					 * same wake-up (tcp_ack_carry()) */
 };
 
 struct tcp_state {
@@ -67,6 +73,9 @@ enum drop_reason tcp_input(struct ctx *c, const struct pkt *p);
 /* tcp_input_done() - end of an input batch: write batched guest payload
  * (one sendmsg per connection), acknowledge, update windows, send. */
 void tcp_input_done(struct ctx *c);
+/* tcp_input_pending() - whether end-of-batch work is queued without a
+ * batch (ACKs carried to a read round that did not come). */
+bool tcp_input_pending(const struct ctx *c);
 /* tcp_sock_handler() - epoll event on a TCP socket (eref type/idx). */
 void tcp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events);
 /* tcp_timer() - retransmission, handshake, inactivity timers. */

@@ -104,6 +104,8 @@ struct tcp_conn {
 	uint32_t wnd_from_guest;	/* guest's window, scaled, bytes */
 	uint32_t consume;		/* acked bytes still in the socket */
 	uint32_t clamp;			/* TCP_WINDOW_CLAMP last set, 0: none */
+	uint32_t clamp_wnd;		/* wnd_from_guest the clamp was last
+					 * computed for (tcp_clamp_refresh()) */
 	uint32_t mss_peer;		/* host socket's advertised MSS, 0: not
 					 * looked up yet (tcp_tx.c) */
 
@@ -213,6 +215,10 @@ bool tcp_consume_lazy(struct ctx *c, struct flow *fl);
 /* tcp_clamp_update() - re-compute the window clamp (tcp_tx.c); stale:
  * set it even if unchanged (the kernel may have rewritten it). */
 void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale);
+/* tcp_clamp_refresh() - the clamp at the end of an input batch with
+ * nothing to consume: tcp_clamp_update() only when the guest's window
+ * changed since the clamp was last computed (or none is set yet). */
+void tcp_clamp_refresh(struct ctx *c, struct flow *fl);
 void tcp_rewind(struct ctx *c, struct flow *fl);
 void tcp_stuck_check(struct ctx *c, struct flow *fl);
 #ifdef FERRY_TEST

@@ -332,6 +332,7 @@ static void tcp_clamp_apply(struct ctx *c, struct flow *fl, uint32_t inq,
 	if (c->tcp.clamp_off || (conn->flags & TCP_C_CLAMP_OFF) ||
 	    conn->state != TCP_CS_ESTABLISHED || conn->sock < 0)
 		return;
+	conn->clamp_wnd = conn->wnd_from_guest;
 	low = MAX(slack, tcp_clamp_seg(conn));
 	clamp = allow > beyond ? allow - beyond : 0;
 	clamp = MAX(clamp, low);
@@ -354,6 +355,22 @@ void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale)
 	if (conn->sock < 0 || ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
 		return;
 	tcp_clamp_apply(c, fl, (uint32_t)inq, stale);
+}
+
+/* The inputs of the clamp are the guest's window, the bytes queued in the
+ * socket and those the guest acknowledged (consume). Arrivals in the
+ * socket re-compute it where they are read (tcp_sendable(),
+ * tcp_read_end()), consumption right after its recv(): what an input
+ * batch can change on its own is the guest's window. A guest->host bulk
+ * transfer keeps that constant, so its batches cost no SIOCINQ each. */
+void tcp_clamp_refresh(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (c->tcp.clamp_off || (conn->flags & TCP_C_CLAMP_OFF) ||
+	    (conn->clamp && conn->clamp_wnd == conn->wnd_from_guest))
+		return;
+	tcp_clamp_update(c, fl, false);
 }
 
 /* tcp_consume() - drop the bytes the guest acknowledged from the socket

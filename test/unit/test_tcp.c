@@ -1724,3 +1724,146 @@ TEST(tcp_stuck_window_detector)
 	close(ls);
 	tcp_test_free(c);
 }
+
+/* --- several connections in one wake-up (issue 6, multistream) --- */
+
+/* The clamp at a batch's end follows the guest's window: a batch that
+ * leaves the window as it was costs no SIOCINQ and sets nothing, one that
+ * changes it re-computes the clamp, and the socket has the new value. */
+TEST(tcp_clamp_follows_guest_window)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40050 };
+	int ls = listener(false, &g.dport), a, v = 0;
+	socklen_t sl = sizeof(v);
+	struct tcp_conn *conn;
+	uint8_t got[64];
+	uint64_t sets;
+	uint32_t isn, wide;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK((conn = only_conn(c)) != NULL);
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "abc", 3, NULL, 0);
+	CHECK(conn->clamp != 0);
+	CHECK_EQ(conn->clamp_wnd, conn->wnd_from_guest);
+	wide = conn->clamp;
+	sets = c->tcp.st.clamp_sets;
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "def", 3, NULL, 0);
+	CHECK_EQ(c->tcp.st.clamp_sets, sets);		/* same window */
+	g.wnd = 100;			/* scaled by 2^7: 12800 bytes */
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "ghi", 3, NULL, 0);
+	CHECK_EQ(conn->wnd_from_guest, 100u << 7);
+	CHECK_EQ(conn->clamp_wnd, conn->wnd_from_guest);
+	CHECK(conn->clamp < wide);
+	CHECK_EQ(c->tcp.st.clamp_sets, sets + 1);
+	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &v, &sl));
+	CHECK_EQ((uint32_t)v, conn->clamp);
+	CHECK_EQ(recv_all(a, got, sizeof(got)), 9);
+	CHECK(!memcmp(got, "abcdefghi", 9));
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* conn_by_port() - the connection of the guest's port. */
+static struct tcp_conn *conn_by_port(struct ctx *c, uint16_t port)
+{
+	struct flow *fl;
+
+	for (fl = flow_first(&c->flows, FLOW_TCP); fl;
+	     fl = flow_next(&c->flows, fl))
+		if (fl->f.key[FLOW_SIDE_GUEST].pa == port)
+			return FLOW_PRIV(fl, struct tcp_conn);
+	return NULL;
+}
+
+/* A wake-up that reads several rounds from the tap (rx.next_round):
+ * data of interleaved connections is written at once, in order, each to
+ * its own socket, but the ACKs of small amounts wait for the last round,
+ * which acknowledges everything with one ACK per connection; a FIN, or
+ * a quarter of the window offered, is acknowledged at once. */
+TEST(tcp_ack_carried_across_rounds)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g1 = { .c = c, .sport = 40051 };
+	struct tguest g2 = { .c = c, .sport = 40052 };
+	struct tcp_conn *conn;
+	static uint8_t data[1400], got[1 << 16];
+	uint32_t isn, b1, b2, quarter;
+	size_t i, sent, have;
+	struct pkt p;
+	int ls, a1, a2;
+	ssize_t r;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 3 + 7);
+	ls = listener(false, &g1.dport);
+	g2.dport = g1.dport;
+	a1 = handshake(&g1, ls, &isn);
+	a2 = handshake(&g2, ls, &isn);
+	CHECK(a1 >= 0 && a2 >= 0);
+	b1 = g1.seq;
+	b2 = g2.seq;
+	c->link.rx.next_round = true;
+	guest_send(&g1, TCP_F_ACK, data, 1000, NULL, 0);
+	guest_send(&g2, TCP_F_ACK, data + 1000, 300, NULL, 0);
+	guest_send(&g1, TCP_F_ACK, data, 1000, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 0);
+	/* each batch looks at the connections carried into it again */
+	CHECK_EQ(c->tcp.st.acks_carried, 1 + 2 + 2);
+	CHECK(tcp_input_pending(c));
+	CHECK_EQ(recv_all(a1, got, sizeof(got)), 2000);
+	CHECK(!memcmp(got, data, 1000) && !memcmp(got + 1000, data, 1000));
+	CHECK_EQ(recv_all(a2, got, sizeof(got)), 300);
+	CHECK(!memcmp(got, data + 1000, 300));
+
+	/* the last round: the ACK of a full segment goes, the one of a
+	 * small write waits the delayed-ACK time (tcp_delack()) as ever */
+	c->link.rx.next_round = false;
+	tcp_input_done(c);
+	CHECK(!tcp_input_pending(c));
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.flags, TCP_F_ACK);
+	CHECK_EQ(p.tcp.dport, g1.sport);
+	CHECK_EQ(p.tcp.ack, b1 + 2000);
+	advance(c, TCP_DELACK_MS + 1);
+	CHECK_EQ(test_tx_n(c), 2);
+	CHECK(seg_at(c, 1, &p));
+	CHECK_EQ(p.tcp.dport, g2.sport);
+	CHECK_EQ(p.tcp.ack, b2 + 300);
+
+	/* a quarter of the window unacknowledged: the ACK goes at once */
+	test_tx_reset(c);
+	conn = conn_by_port(c, g1.sport);
+	CHECK(conn != NULL);
+	quarter = conn->wnd_sent / 4;
+	c->link.rx.next_round = true;
+	for (sent = 0, have = 0; sent < quarter + sizeof(data) &&
+	     !test_tx_n(c); sent += sizeof(data)) {
+		guest_send(&g1, TCP_F_ACK, data, sizeof(data), NULL, 0);
+		while ((r = recv(a1, got, sizeof(got), MSG_DONTWAIT)) > 0)
+			have += (size_t)r;
+	}
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(sent >= quarter && sent - sizeof(data) < quarter);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, b1 + 2000 + (uint32_t)sent);
+
+	/* a FIN is acknowledged at once, even with rounds to come */
+	test_tx_reset(c);
+	guest_send(&g2, TCP_F_ACK | TCP_F_FIN, "end", 3, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, b2 + 300 + 3 + 1);
+	c->link.rx.next_round = false;
+	tcp_input_done(c);
+	while ((r = recv(a1, got, sizeof(got), MSG_DONTWAIT)) > 0)
+		have += (size_t)r;
+	CHECK_EQ(have, sent);
+	close(a1);
+	close(a2);
+	close(ls);
+	tcp_test_free(c);
+}
