@@ -40,12 +40,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FERRY, GW4, HOST4, require, run, wait_for
+from conftest import FERRY, GW4, HOST4, hold_port, require, run, wait_for
 
 FWD_PORT = 18080	# host port forwarded to the container's httpd on 80
 HTTP_PORT = 18081	# host HTTP server the container fetches from
 DNS_PORT = 53		# host DNS server (busybox nslookup has no port)
 DNS_NAME, DNS_A = "ctr.example.test", "198.51.100.77"
+RESOLVER = "198.51.100.53"	# the sandbox's /etc/resolv.conf nameserver
 HOST_ADDR = "169.254.1.2"	# podman's --map-guest-addr: the host, seen
 DNS_ADDR = "169.254.1.1"	# from the container; --dns-forward address
 APPLETS = ("sh", "ip", "wget", "nslookup", "httpd", "cat", "echo", "sleep",
@@ -273,7 +274,10 @@ def dns_answer(q):
 @pytest.fixture(scope="module")
 def host_servers():
     """An HTTP server (TCP) and a DNS server (UDP) on the host, all
-    addresses: the container reaches them through ferry."""
+    addresses: the container reaches them through ferry. The DNS server
+    also answers at RESOLVER (added to lo for this module), the host's
+    nameserver that --dns-forward hands queries to."""
+    run(["ip", "addr", "add", f"{RESOLVER}/32", "dev", "lo"])
     httpd = http.server.ThreadingHTTPServer(("0.0.0.0", HTTP_PORT), Echo)
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.bind(("0.0.0.0", DNS_PORT))
@@ -301,6 +305,7 @@ def host_servers():
     for t in threads:
         t.join(5)
     u.close()
+    run(["ip", "addr", "del", f"{RESOLVER}/32", "dev", "lo"], check=False)
 
 
 def fetch(url):
@@ -329,6 +334,33 @@ def test_pid_file_complete_when_pasta_returns(workdir):
             net.kill()
 
 
+def test_pasta_failure_is_reported_to_podman(workdir):
+    """A -p port already taken: podman reports "pasta failed with exit
+    code N" and pasta's stderr, so the parent must exit non-zero with the
+    reason on stderr, and leave no daemon behind."""
+    require("unshare")
+    held = hold_port(FWD_PORT)	# both families: not bindable at all
+    path = workdir / "netns" / "netns-busy"
+    path.touch()
+    pidfile = workdir / "pasta-busy.pid"
+    try:
+        run(["unshare", f"--net={path}", "true"])
+        argv = [str(workdir / "helpers" / "pasta")] + podman_args(
+            pidfile, path, [(FWD_PORT, 80)])
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=20,
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode != 0
+        assert str(FWD_PORT) in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        txt = pidfile.read_text().strip() if pidfile.exists() else ""
+        assert not txt, f"pid file {txt!r} after a failed start"
+    finally:
+        for h in held:
+            h.close()
+        run(["umount", "-l", str(path)], check=False)
+        path.unlink()
+
+
 def test_container_on_ferry_as_pasta(podman_env, host_servers):
     p, rootfs, helpers = podman_env
     net = PastaNetns(helpers, p.d, "1", ports=[(FWD_PORT, 80)])
@@ -350,6 +382,10 @@ def test_container_on_ferry_as_pasta(podman_env, host_servers):
         assert page.startswith("host says hello"), page
         # UDP: a DNS query to the host's server (busybox nc has no -u).
         reply = ex(f"nslookup {DNS_NAME} {HOST_ADDR}")
+        assert DNS_A in reply, reply
+        # --dns-forward: the address podman puts in resolv.conf reaches the
+        # host's own nameserver.
+        reply = ex(f"nslookup {DNS_NAME} {DNS_ADDR}")
         assert DNS_A in reply, reply
         # -p FWD_PORT:80: a host connection reaches the container's httpd
         # (the container may still be starting it: poll).
