@@ -62,9 +62,11 @@ void flow_init(struct flowtab *ft, uint32_t limit)
 	memset(ft->buckets, 0xff, sizeof(uint32_t) * FLOW_HASH_SIZE);
 	ft->limit = limit && limit < FLOW_MAX ? limit : FLOW_MAX;
 	ft->used = 0;
-	for (i = 0; i < FLOW_MAX; i++)
-		ft->slots[i].f.next = i + 1 < FLOW_MAX ? i + 1 : FLOW_NONE;
-	ft->free_head = 0;
+	/* Slots are handed out from the free list (hot ones first), else
+	 * from the high-water mark: pages of slots never used are never
+	 * touched, so memory follows the peak number of flows. */
+	ft->free_head = FLOW_NONE;
+	ft->hw = 0;
 	for (i = 0; i < FLOW_TYPES; i++) {
 		ft->head[i] = FLOW_NONE;
 		ft->count[i] = 0;
@@ -90,11 +92,15 @@ struct flow *flow_alloc(struct flowtab *ft, enum flow_type t)
 	struct flow *fl;
 	uint32_t idx = ft->free_head;
 
-	if (idx == FLOW_NONE || ft->used >= ft->limit || t == FLOW_FREE ||
-	    t >= FLOW_TYPES)
+	if (ft->used >= ft->limit || t == FLOW_FREE || t >= FLOW_TYPES)
+		return NULL;
+	if (idx != FLOW_NONE)
+		ft->free_head = ft->slots[idx].f.next;
+	else if (ft->hw < FLOW_MAX)
+		idx = ft->hw++;
+	else
 		return NULL;
 	fl = &ft->slots[idx];
-	ft->free_head = fl->f.next;
 	memset(fl, 0, sizeof(*fl));
 	fl->f.type = (uint8_t)t;
 	fl->f.prev = FLOW_NONE;

@@ -4,7 +4,9 @@
  * Theory of operation: a flow has a common header (type, per-type list
  * links, up to two hash keys) and a private area that its protocol module
  * interprets as its own struct (checked at compile time to fit, see
- * FLOW_PRIV()). Slots come from a free list: no allocation after start-up,
+ * FLOW_PRIV()). Slots come from a free list (the last freed first), else
+ * from a high-water mark, so the table's pages are touched only as far
+ * as the peak number of flows reached: no allocation after start-up,
  * and a hard limit (FLOW_MAX, or a lower configured limit) that modules
  * handle by refusing or evicting, with a counter.
  *
@@ -130,7 +132,8 @@ struct flow {
 struct flowtab {
 	struct flow *slots;		/* FLOW_MAX slots */
 	uint32_t *buckets;		/* FLOW_HASH_SIZE chain heads */
-	uint32_t free_head;
+	uint32_t free_head;		/* freed slots, last freed first */
+	uint32_t hw;			/* slots [hw, FLOW_MAX) never used */
 	uint32_t limit;			/* usable slots (<= FLOW_MAX) */
 	uint32_t used;
 	uint32_t count[FLOW_TYPES];

@@ -1,6 +1,9 @@
 /* test_flow.c - flow table: allocation limits, hashing on two sides,
- * per-type iteration with frees, and SipHash against its reference. */
+ * per-type iteration with frees, slot pages touched only as the number of
+ * flows grows, and SipHash against its reference. */
+#include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/mman.h>
 
 #include "flow.h"
 #include "unit.h"
@@ -106,4 +109,51 @@ TEST(flow_many_keys)
 		CHECK((flow_lookup(&ft, FLOW_SIDE_GUEST, &k) == NULL) ==
 		      (i % 2 == 1));
 	}
+}
+
+/* resident_slot_pages() - pages of ft's slot array in memory (mincore). */
+static size_t resident_slot_pages(const struct flowtab *ft)
+{
+	static unsigned char vec[FLOW_MAX * sizeof(struct flow) / 4096 + 2];
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = FLOW_MAX * sizeof(struct flow), i, n = 0;
+
+	if (pg != 4096 || mincore(ft->slots, len, vec))
+		return (size_t)-1;
+	for (i = 0; i < (len + pg - 1) / pg; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+TEST(flow_slots_follow_peak_flows)
+{
+	static struct flowtab ft;
+	static struct flow *fl[100];
+	size_t need = (100 * sizeof(struct flow) + 4095) / 4096 + 1;
+	struct flow *a;
+	uint32_t i;
+	int round;
+
+	flow_init(&ft, 0);
+	CHECK_EQ(resident_slot_pages(&ft), 0);
+	/* Churn: 100 flows at a time, 50 times: the same slots again. */
+	for (round = 0; round < 50; round++) {
+		for (i = 0; i < 100; i++)
+			CHECK((fl[i] = flow_alloc(&ft, FLOW_TCP)));
+		for (i = 0; i < 100; i++)
+			flow_free(&ft, fl[i]);
+	}
+	CHECK_EQ(ft.hw, 100);
+	CHECK(resident_slot_pages(&ft) <= need);
+	/* The last freed slot is the next one handed out (hot first). */
+	a = flow_alloc(&ft, FLOW_UDP);
+	CHECK(a == fl[99]);
+	/* Bounded: exactly FLOW_MAX flows, then none until one is freed. */
+	for (i = 1; i < FLOW_MAX; i++)
+		CHECK(flow_alloc(&ft, FLOW_UDP));
+	CHECK(flow_alloc(&ft, FLOW_UDP) == NULL);
+	CHECK_EQ(ft.hw, FLOW_MAX);
+	flow_free(&ft, a);
+	CHECK(flow_alloc(&ft, FLOW_TCP) == a);
+	CHECK(flow_alloc(&ft, FLOW_TCP) == NULL);
 }
