@@ -78,6 +78,7 @@ struct ctx {
 	struct in6_addr guest_seen6, guest_ll6;
 
 	int pcap_fd;			/* -1 when not capturing */
+	uint64_t pcap_bytes;		/* written to it (cap: PCAP_MAX_BYTES) */
 	int sigfd;
 	int child_pidfd;		/* ns mode: the command we started */
 	int ns_user_fd, ns_net_fd;	/* ns mode: guest namespaces (ns_call),

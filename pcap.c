@@ -16,6 +16,14 @@
  * Failing to open the file is a start-up error (exit 1, one line naming
  * --pcap). A write error later is reported once and capture stops: a
  * full disk must not take the guest's network down.
+ *
+ * Size cap. The file never grows past PCAP_MAX_BYTES (2 GiB: a few
+ * seconds of bulk traffic, far more than a debugging session reads; also
+ * within the signed 32-bit offsets of old readers): the first record that
+ * would cross it is not written, one line says capture stopped, and the
+ * file is closed, holding whole records only. There is no option: the
+ * cap is a guard against filling the disk unattended (passt's manual
+ * documents no limit for its --pcap), not a rotation scheme.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +68,7 @@ void pcap_init(struct ctx *c)
 		die("--pcap %s: cannot write capture file: %s",
 		    c->conf.pcap_file, strerror(-fd));
 	c->pcap_fd = fd;
+	c->pcap_bytes = sizeof(struct pcap_file_hdr);
 	info("capturing guest frames to %s", c->conf.pcap_file);
 }
 
@@ -67,6 +76,16 @@ void pcap_init(struct ctx *c)
 static void pcap_stop(struct ctx *c, int e)
 {
 	warn("--pcap: write failed (%s): capture stopped", strerror(e));
+	close(c->pcap_fd);
+	c->pcap_fd = -1;
+}
+
+/* pcap_full() - the next record would pass PCAP_MAX_BYTES: say so once,
+ * stop capturing. */
+static void pcap_full(struct ctx *c)
+{
+	warn("--pcap: %s reached its size cap (%llu MiB): capture stopped",
+	     c->conf.pcap_file, (unsigned long long)(PCAP_MAX_BYTES >> 20));
 	close(c->pcap_fd);
 	c->pcap_fd = -1;
 }
@@ -109,12 +128,19 @@ void pcap_frames(struct ctx *c, const struct iovec *iov, size_t n)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	for (done = 0; done < n; done += i) {
-		int e;
+		bool full = false;
+		int e = 0;
 
 		for (i = 0; i < PCAP_BATCH && done + i < n; i++) {
 			size_t len = iov[done + i].iov_len;
 			size_t cap = MIN(len, (size_t)PCAP_SNAPLEN);
 
+			if (c->pcap_bytes + sizeof(rh[i]) + cap >
+			    PCAP_MAX_BYTES) {
+				full = true;
+				break;
+			}
+			c->pcap_bytes += sizeof(rh[i]) + cap;
 			rh[i].sec = (uint32_t)now.tv_sec;
 			rh[i].usec = (uint32_t)(now.tv_nsec / 1000);
 			rh[i].caplen = (uint32_t)cap;
@@ -124,9 +150,14 @@ void pcap_frames(struct ctx *c, const struct iovec *iov, size_t n)
 			v[2 * i + 1].iov_base = iov[done + i].iov_base;
 			v[2 * i + 1].iov_len = cap;
 		}
-		e = pcap_writev(c->pcap_fd, v, (int)(2 * i));
+		if (i)
+			e = pcap_writev(c->pcap_fd, v, (int)(2 * i));
 		if (e) {
 			pcap_stop(c, e);
+			return;
+		}
+		if (full) {
+			pcap_full(c);
 			return;
 		}
 	}

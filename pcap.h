@@ -12,6 +12,11 @@ struct ctx;
 #define PCAP_LINKTYPE_ETHERNET	1
 #define PCAP_SNAPLEN		262144u		/* > FRAME_MAX: never cut */
 #define PCAP_BATCH		512		/* frames per writev (IOV_MAX/2) */
+/* Size cap of the capture file: the record that would pass it is not
+ * written, capture stops with one log line (build-time override). */
+#ifndef PCAP_MAX_BYTES
+#define PCAP_MAX_BYTES		(2ull << 30)
+#endif
 
 /* File and record headers, host byte order (the magic tells readers). */
 struct pcap_file_hdr {
@@ -39,7 +44,8 @@ void pcap_init(struct ctx *c);
  * Returns the fd or -errno. */
 int pcap_open(const char *path);
 /* pcap_frames() - record n frames (iov[i] is one whole Ethernet frame).
- * On a write error: warn once, close the file, stop capturing. */
+ * On a write error, or at PCAP_MAX_BYTES: warn once, close the file, stop
+ * capturing (the file stays a valid capture: whole records only). */
 void pcap_frames(struct ctx *c, const struct iovec *iov, size_t n);
 
 #endif /* FERRY_PCAP_H */

@@ -1,6 +1,6 @@
 /* test_pcap.c - pcap capture: write frames, parse the file back (file
  * header, record lengths and bytes), both link directions, batches larger
- * than one writev, oversized frames, and write errors. */
+ * than one writev, oversized frames, write errors and the size cap. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -229,6 +229,40 @@ TEST(pcap_write_error_stops_capture)
 	CHECK_EQ(c->pcap_fd, -1);
 	pcap_frames(c, &iov, 1);		/* a no-op now */
 	CHECK_EQ(c->pcap_fd, -1);
+	test_ctx_free(c);
+}
+
+TEST(pcap_size_cap_stops_at_whole_record)
+{
+	char path[64];
+	struct ctx *c = cap_ctx(path);
+	uint8_t f[5][100], *b;
+	struct iovec iov[5];
+	struct rec r[8];
+	size_t len = 0;
+	int i;
+
+	CHECK(c->pcap_fd >= 0);
+	CHECK_EQ(c->pcap_bytes, sizeof(struct pcap_file_hdr));
+	for (i = 0; i < 5; i++) {
+		pattern(f[i], sizeof(f[i]), (uint8_t)i);
+		iov[i].iov_base = f[i];
+		iov[i].iov_len = sizeof(f[i]);
+	}
+	pcap_frames(c, iov, 3);
+	CHECK_EQ(c->pcap_bytes, 24 + 3 * (16 + 100));
+	/* Pretend the file is close to the cap: room for exactly two more
+	 * records of the batch of five; the third would cross it. */
+	c->pcap_bytes = PCAP_MAX_BYTES - 2 * (16 + 100);
+	pcap_frames(c, iov, 5);
+	CHECK_EQ(c->pcap_fd, -1);
+	CHECK_EQ(c->pcap_bytes, PCAP_MAX_BYTES);
+	pcap_frames(c, iov, 5);			/* a no-op now */
+	b = cap_finish(c, path, &len);
+	CHECK(b);
+	CHECK_EQ(parse(b, len, r, 8), 5);	/* whole records only */
+	CHECK(!memcmp(r[4].data, f[1], sizeof(f[1])));
+	free(b);
 	test_ctx_free(c);
 }
 
