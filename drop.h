@@ -71,6 +71,7 @@
 	X(TCP_SEQ,		"TCP segment outside the window")	\
 	X(TCP_OOO_FULL,		"TCP out-of-order queue full")		\
 	X(TCP_OOO_REACH,	"TCP segment beyond the reassembly reach") \
+	X(TCP_FD_BUDGET,	"TCP at its file-descriptor budget")	\
 	/* Offloads (virtio-net header of a tap with offloads) */	\
 	X(VNET_SHORT,		"frame shorter than its virtio-net header") \
 	X(VNET_GSO,		"GSO type unknown or not the frame's protocol") \

@@ -107,6 +107,7 @@ void tcp_init(struct ctx *c)
 
 	if (!c->tcp.ooo)
 		c->tcp.ooo = tcp_ooo_pool_new(TCP_OOO_POOL_BLKS);
+	c->tcp.max_fds = tcp_fd_budget(fd_limit());
 	random_bytes(&c->tcp.isn_k0, sizeof(c->tcp.isn_k0));
 	random_bytes(&c->tcp.isn_k1, sizeof(c->tcp.isn_k1));
 	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
@@ -487,6 +488,10 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 	if (!nat_outbound_l4(c, &dst, k->pb)) {
 		tcp_rst_reply(c, p);
 		return p->is_v6 ? DROP_IP6_DST : DROP_IP4_DST;
+	}
+	if (!tcp_fd_room(c, 1)) {
+		tcp_rst_reply(c, p);
+		return DROP_TCP_FD_BUDGET;
 	}
 	if (!(fl = flow_alloc(&c->flows, FLOW_TCP))) {
 		tcp_rst_reply(c, p);

@@ -54,6 +54,7 @@ struct tcp_state {
 	struct tcp_pend pend[TCP_PEND_MAX];
 	uint32_t dirty[TCP_DIRTY_MAX];	/* flow indices with batch work */
 	struct tcp_ooo_pool *ooo;	/* out-of-order queue (tcp_ooo.c) */
+	uint32_t max_fds;		/* fd budget of TCP (tcp_fd_room()) */
 	/* Delayed ACKs, a ring in deadline order (one fixed delay); ack_sent:
 	 * the connection's at queueing, an entry is stale once it moved */
 	struct { uint32_t idx; uint32_t ack_sent; int64_t due_ms; }

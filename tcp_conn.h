@@ -178,6 +178,20 @@ int64_t tcp_now_ms(const struct ctx *c);
 void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
 /* TCP_EP_EVENTS - a TCP socket's epoll registration, for its life */
 #define TCP_EP_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+/* File descriptors a spliced connection holds: two sockets, two pipes. */
+#define TCP_SPLICE_FDS		6
+
+/* tcp_fd_budget() - TCP's share of an fd limit of nofile: half, less 64
+ * (UDP caps its flows the same way), the rest left to listeners, ICMP,
+ * the link and the files; half of nofile when that is small. */
+uint32_t tcp_fd_budget(uint32_t nofile);
+/* tcp_fd_room() - may TCP take n more descriptors? Counts one per
+ * FLOW_TCP flow and TCP_SPLICE_FDS per spliced one against
+ * c->tcp.max_fds (0: tcp_init() did not run, no budget): pending host
+ * connects (which can wait TCP_CONNECT_TIMEOUT_MS each) never hold
+ * every fd. */
+bool tcp_fd_room(const struct ctx *c, unsigned int n);
+
 /* tcp_ep_add() - register a new connection's socket (its sock, state and
  * flags set) with the loop. Returns 0 or -errno. */
 int tcp_ep_add(struct ctx *c, struct flow *fl);

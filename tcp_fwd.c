@@ -427,6 +427,21 @@ void tcp_fwd_init(struct ctx *c)
 	tcp_fwd_timer(c);
 }
 
+/* --- File-descriptor budget ------------------------------------------- */
+
+uint32_t tcp_fd_budget(uint32_t nofile)
+{
+	return nofile / 2 > 128 ? nofile / 2 - 64 : nofile / 2;
+}
+
+bool tcp_fd_room(const struct ctx *c, unsigned int n)
+{
+	uint64_t used = c->flows.count[FLOW_TCP] +
+			(uint64_t)TCP_SPLICE_FDS * c->flows.count[FLOW_TCP_SPLICE];
+
+	return !c->tcp.max_fds || used + n <= c->tcp.max_fds;
+}
+
 /* --- Connections through the guest link ------------------------------- */
 
 void tcp_fwd_abort(struct ctx *c, int s)
@@ -455,7 +470,8 @@ static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
 		return;
 	}
 	flow_key_make(&k, IPPROTO_TCP, &ga, port, &seen, pport);
-	if (flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) ||
+	if (!tcp_fd_room(c, 1) ||
+	    flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) ||
 	    !(fl = flow_alloc(&c->flows, FLOW_TCP))) {
 		tcp_fwd_abort(c, s);
 		return;

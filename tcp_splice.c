@@ -328,12 +328,13 @@ static int spl_connect(struct ctx *c, bool v6, uint16_t port,
 void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
 		      enum tcp_fwd_dir dir)
 {
-	struct flow *fl = flow_alloc(&c->flows, FLOW_TCP_SPLICE);
 	union eref ref = { .type = EREF_TCP_SPLICE };
 	struct tcp_splice *sp;
+	struct flow *fl;
 	int t;
 
-	if (!fl) {
+	if (!tcp_fd_room(c, TCP_SPLICE_FDS) ||
+	    !(fl = flow_alloc(&c->flows, FLOW_TCP_SPLICE))) {
 		tcp_fwd_abort(c, s);
 		return;
 	}

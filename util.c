@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "log.h"
@@ -69,6 +70,21 @@ int write_pidfile(int fd, pid_t pid)
 	rc = write_all(fd, buf, (size_t)n);
 	close(fd);
 	return rc;
+}
+
+/* fd_limit() - raise the soft fd limit to the hard one, return it. */
+uint32_t fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 1024;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur >= UINT32_MAX ? UINT32_MAX : (uint32_t)rl.rlim_cur;
 }
 
 /* spare_fd_open() - open the reserve fd. */

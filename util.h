@@ -101,6 +101,10 @@ int write_pidfile(int fd, pid_t pid);
  * start-up only (never in the data path); exits with a message on failure. */
 void *alloc_startup(size_t size);
 
+/* fd_limit() - RLIMIT_NOFILE, the soft limit raised to the hard one
+ * first (descriptors are what flows cost); UINT32_MAX if unlimited. */
+uint32_t fd_limit(void);
+
 /* spare_fd_open() - an fd held in reserve for accept_refuse_spare()
  * (/dev/null, read-only); -1 if none could be opened. */
 int spare_fd_open(void);

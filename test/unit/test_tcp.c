@@ -398,6 +398,44 @@ TEST(tcp_refused_gets_rst)
 	tcp_test_free(c);
 }
 
+TEST(tcp_fd_budget_refuses_syn)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c };
+	struct pkt p;
+	int ls = listener(false, &g.dport), i;
+
+	CHECK(ls >= 0);
+	CHECK_EQ(tcp_fd_budget(1024), 448);
+	CHECK_EQ(tcp_fd_budget(64), 32);
+	CHECK(c->tcp.max_fds >= 32);
+	/* Room for one spliced connection (6 fds) and two more sockets. */
+	c->tcp.max_fds = TCP_SPLICE_FDS + 2;
+	CHECK(flow_alloc(&c->flows, FLOW_TCP_SPLICE));
+	for (i = 0; i < 3; i++) {
+		test_tx_reset(c);
+		g.sport = (uint16_t)(40100 + i);
+		g.seq = 5000;
+		guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
+		pump(c, 2000, 1);
+		CHECK(seg_at(c, 0, &p));
+		if (i < 2) {
+			CHECK_EQ(p.tcp.flags, TCP_F_SYN | TCP_F_ACK);
+			continue;
+		}
+		/* The third is beyond the budget: RST, counted, no flow. */
+		CHECK_EQ(p.tcp.flags, TCP_F_RST | TCP_F_ACK);
+		CHECK_EQ(p.tcp.ack, 5001);
+	}
+	CHECK_EQ(c->flows.count[FLOW_TCP], 2);
+	CHECK_EQ(c->stats.drops[DROP_TCP_FD_BUDGET], 1);
+	CHECK(!tcp_fd_room(c, 1));
+	flow_free(&c->flows, flow_first(&c->flows, FLOW_TCP_SPLICE));
+	CHECK(tcp_fd_room(c, TCP_SPLICE_FDS));
+	close(ls);
+	tcp_test_free(c);
+}
+
 TEST(tcp_no_flow_gets_rst)
 {
 	struct ctx *c = tcp_test_ctx();
