@@ -27,6 +27,7 @@
 
 #define EVENTS_MAX	128
 
+/* ep_add() - EPOLL_CTL_ADD fd under ref; 0 or -errno. */
 int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref)
 {
 	struct epoll_event ev = { .events = events, .data.u64 = ref.u64 };
@@ -34,6 +35,7 @@ int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref)
 	return epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
+/* ep_mod() - EPOLL_CTL_MOD fd's events and ref; 0 or -errno. */
 int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref)
 {
 	struct epoll_event ev = { .events = events, .data.u64 = ref.u64 };
@@ -41,11 +43,14 @@ int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref)
 	return epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
 }
 
+/* ep_del() - EPOLL_CTL_DEL fd (errors ignored: closing does it too). */
 void ep_del(struct ctx *c, int fd)
 {
 	epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
+/* timer_request() - the loop runs the module timers no later than ms
+ * from c->now (the earliest request wins). */
 void timer_request(struct ctx *c, int64_t ms)
 {
 	struct timespec t = c->now;
@@ -62,6 +67,8 @@ void timer_request(struct ctx *c, int64_t ms)
 	}
 }
 
+/* link_closed() - the guest link went away: the mode decides (exit, or
+ * wait for the next client). */
 void link_closed(struct ctx *c)
 {
 	if (c->conf.mode == MODE_VM) {
@@ -90,6 +97,8 @@ static void signal_handler(struct ctx *c)
 	}
 }
 
+/* signals_init() - block the handled signals and read them from a
+ * signalfd registered with the loop. */
 void signals_init(struct ctx *c)
 {
 	union eref ref = { .type = EREF_SIGNAL };
@@ -160,6 +169,8 @@ static void timers_run(struct ctx *c)
 	udp_timer(c);
 }
 
+/* loop_timeout() - epoll_wait() timeout in ms: until the earliest timer
+ * request (at most 60 s), -1 when none. */
 static int loop_timeout(const struct ctx *c)
 {
 	int64_t ms;
@@ -170,6 +181,7 @@ static int loop_timeout(const struct ctx *c)
 	return ms < 0 ? 0 : (int)MIN(ms + 1, 60000);
 }
 
+/* loop() - wait, dispatch, run due timers, flush frames; until c->quit. */
 void loop(struct ctx *c)
 {
 	struct epoll_event ev[EVENTS_MAX];

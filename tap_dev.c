@@ -89,11 +89,13 @@ static int tapdev_read(struct ctx *c, size_t pfx)
 	return (int)rx->n;
 }
 
+/* tapdev_rx() - read frames from a tap without virtio-net headers. */
 static int tapdev_rx(struct ctx *c)
 {
 	return tapdev_read(c, 0);
 }
 
+/* tapvnet_rx() - read frames from a tap with virtio-net headers. */
 static int tapvnet_rx(struct ctx *c)
 {
 	return tapdev_read(c, VNET_HLEN);
@@ -167,6 +169,8 @@ static unsigned int tapdev_offload(int fd)
 	return 0;
 }
 
+/* tapdev_attach() - use tap fd as the guest link (vnet: IFF_VNET_HDR,
+ * offloads probed and enabled; see tap.h). */
 void tapdev_attach(struct ctx *c, int fd, bool vnet)
 {
 	int sz = VNET_HLEN, le = 1;

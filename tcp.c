@@ -71,16 +71,20 @@ _Static_assert(TCP_PEND_MAX < TCP_IOV_MAX, "room for the queued run");
 _Static_assert(TCP_PEND_MAX < TCP_PEND_NONE, "slice index fits");
 _Static_assert(sizeof(struct tcp_conn) <= FLOW_PRIV_SIZE, "fits a flow");
 
+/* conn_of() - the connection record in a FLOW_TCP flow's private area. */
 static struct tcp_conn *conn_of(struct flow *fl)
 {
 	return FLOW_PRIV(fl, struct tcp_conn);
 }
 
+/* tcp_now_ms() - the loop's current time (c->now) in milliseconds. */
 int64_t tcp_now_ms(const struct ctx *c)
 {
 	return (int64_t)c->now.tv_sec * 1000 + c->now.tv_nsec / 1000000;
 }
 
+/* tcp_timer_set() - arm the connection's timer ms from now, and have the
+ * loop's timer scan come no later. */
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms)
 {
 	conn->timer_ms = tcp_now_ms(c) + ms;
@@ -89,6 +93,8 @@ void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms)
 	timer_request(c, ms);
 }
 
+/* tcp_ack_sent() - record that our ACK and window wnd went to the guest:
+ * the window edge only moves forward, nothing is left to acknowledge. */
 void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd)
 {
 	seq_t edge = seq_add(conn->seq_from_guest, wnd);
@@ -101,6 +107,8 @@ void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd)
 	conn->flags &= (uint16_t)~TCP_C_ACK_NOW;
 }
 
+/* tcp_init() - the out-of-order pool, the fd budget, the ISN secret and
+ * whether SO_PEEK_OFF works (probed on a throw-away socket). */
 void tcp_init(struct ctx *c)
 {
 	int s, zero = 0;
@@ -199,6 +207,8 @@ void tcp_events_update(struct ctx *c, struct flow *fl)
 	conn->ev = want;
 }
 
+/* tcp_events_rearm() - EPOLL_CTL_MOD with the same events, so that an
+ * edge-triggered socket with data left behind is reported again. */
 void tcp_events_rearm(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -208,6 +218,9 @@ void tcp_events_rearm(struct ctx *c, struct flow *fl)
 		ep_mod(c, conn->sock, TCP_EP_EVENTS, ref);
 }
 
+/* tcp_conn_close() - close the socket (abort: SO_LINGER 0, the peer gets
+ * a RST), release out-of-order blocks, free the flow. Sends nothing to
+ * the guest. */
 void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -240,6 +253,8 @@ static void tcp_reset_both(struct ctx *c, struct flow *fl)
  * (MAX_TCP_HEADER + 1, at most 321 bytes), cut to whole segments. */
 #define TCP_GUEST_TSO_BYTES	(65536u - 321u)
 
+/* tcp_mss_from_guest() - the MSS we advertise to the guest (see
+ * tcp_conn.h): whole segments in a TSO frame on an offloading tap. */
 uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl)
 {
 	const struct tcp_conn *conn = conn_of((struct flow *)fl);

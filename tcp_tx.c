@@ -106,11 +106,13 @@ int64_t tcp_test_stuck_wnd = -1;
  * in flight here; nothing ever reads it, so sharing it is harmless. */
 static uint8_t discard_sink[DISCARD_SIZE];
 
+/* conn_of() - the connection record in a FLOW_TCP flow's private area. */
 static struct tcp_conn *conn_of(struct flow *fl)
 {
 	return FLOW_PRIV(fl, struct tcp_conn);
 }
 
+/* flow_v4() - the connection is IPv4 (by its guest-side address). */
 static bool flow_v4(const struct flow *fl)
 {
 	return inany_is4(&fl->f.key[FLOW_SIDE_GUEST].a);
@@ -208,6 +210,9 @@ static size_t tcp_syn_opts(const struct ctx *c, const struct flow *fl,
 	return n;
 }
 
+/* tcp_send_flags() - queue a segment without payload to the guest with
+ * flags (SYN: our ISN and options; a bare ACK: SACK blocks when the
+ * out-of-order queue holds data). Returns false if the batch was full. */
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -253,6 +258,8 @@ static void tcp_send_probe(struct ctx *c, struct flow *fl)
 	conn->seq_to_guest = saved;
 }
 
+/* tcp_rst_reply() - answer guest segment p, which has no connection, with
+ * a RST built from its own fields (RFC 9293 3.10.7.1). */
 void tcp_rst_reply(struct ctx *c, const struct pkt *p)
 {
 	const struct tcp_view *t = &p->tcp;
@@ -277,6 +284,7 @@ void tcp_rst_reply(struct ctx *c, const struct pkt *p)
 		tap_send_ip4(c, p->dst4, p->src4, IPPROTO_TCP, h, TCP_HLEN);
 }
 
+/* tcp_isn() - our initial sequence number for the flow (RFC 6528). */
 uint32_t tcp_isn(const struct ctx *c, const struct flow *fl)
 {
 	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
@@ -347,6 +355,8 @@ static void tcp_clamp_apply(struct ctx *c, struct flow *fl, uint32_t inq,
 	c->tcp.st.clamp_sets++;
 }
 
+/* tcp_clamp_update() - re-apply the window clamp for the bytes queued in
+ * the socket now (SIOCINQ); stale: set it even if unchanged. */
 void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -394,6 +404,8 @@ void tcp_consume(struct ctx *c, struct flow *fl)
 	tcp_clamp_update(c, fl, true);
 }
 
+/* tcp_consume_lazy() - tcp_consume() unless few acknowledged bytes wait;
+ * returns true when it deferred (see tcp_conn.h). */
 bool tcp_consume_lazy(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -408,6 +420,9 @@ bool tcp_consume_lazy(struct ctx *c, struct flow *fl)
 	return false;
 }
 
+/* tcp_stuck_check() - a connection whose guest window re-opened but whose
+ * socket still advertises zero (clamp stuck): clamping off for it and
+ * the socket's window re-opened. */
 void tcp_stuck_check(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -444,6 +459,9 @@ void tcp_stuck_check(struct ctx *c, struct flow *fl)
 		   sizeof(open));
 }
 
+/* tcp_rewind() - retransmit from the last byte the guest acknowledged:
+ * consume what it acknowledged, move seq_to_guest back, reset the peek
+ * offset; remembers how much was sent before (late ACKs). */
 void tcp_rewind(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -704,6 +722,8 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	return (long)got;
 }
 
+/* tcp_data_to_guest() - peek host data into frames to the guest, within
+ * its window, in at most 8 rounds per call (established only). */
 void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
