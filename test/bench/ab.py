@@ -123,8 +123,7 @@ def main():
     wls = [w for w in workloads(pingpong) if not only or re.search(only, w[0])]
     res = {w[0]: {lab: [] for lab in labels} for w in wls}
     cpu = {w[0]: {lab: [] for lab in labels} for w in wls}	# us per request
-    with open("/proc/loadavg") as f:
-        print("load average at start:", " ".join(f.read().split()[:3]), flush=True)
+    procs.print_loadavg("at start")
     for rnd in range(rounds):
         order = labels[rnd % len(labels):] + labels[:rnd % len(labels)]
         for name, srv, fn in wls:
@@ -139,15 +138,11 @@ def main():
                 print(f"round {rnd + 1} {name} {lab}: "
                       f"{v['value'] if v['value'] is not None else v['error']}",
                       file=sys.stderr, flush=True)
-    with open("/proc/loadavg") as f:
-        print("load average at end:", " ".join(f.read().split()[:3]))
+    procs.print_loadavg("at end")
     report(labels, res, cpu)
     for be in bes.values():
         be.stop()
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        procs.stop_all()
+    procs.main_guarded(main)

@@ -92,8 +92,7 @@ def main():
         raise SystemExit("usage: fwdrate.sh LABEL=FERRY_BINARY ... (see test/bench/fwdrate.py)")
     rate = {lab: [] for lab in labels}
     cpu = {lab: [] for lab in labels}
-    with open("/proc/loadavg") as f:
-        print("load average at start:", " ".join(f.read().split()[:3]), flush=True)
+    procs.print_loadavg("at start")
     for rnd in range(rounds):
         for lab in labels[rnd % len(labels):] + labels[:rnd % len(labels)]:
             v, us = run_wrk(bes[lab], secs, close)
@@ -102,8 +101,7 @@ def main():
                 cpu[lab].append(us)
             print(f"round {rnd + 1} {lab}: {v} req/s, {us} us CPU per request",
                   file=sys.stderr, flush=True)
-    with open("/proc/loadavg") as f:
-        print("load average at end:", " ".join(f.read().split()[:3]))
+    procs.print_loadavg("at end")
     base = rate[labels[0]]
     print(f"host -> guest through -t, wrk -c8, {'Connection: close' if close else 'keep-alive'}:")
     for lab in labels:
@@ -118,7 +116,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        procs.stop_all()
+    procs.main_guarded(main)

@@ -111,6 +111,23 @@ def machine_busy_seconds():
     return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
 
 
+def print_loadavg(when):
+    """Print the 1/5/15-minute load averages, "at start" or "at end" of a
+    run: a loaded machine explains outliers."""
+    with open("/proc/loadavg") as f:
+        print(f"load average {when}:", " ".join(f.read().split()[:3]),
+              flush=True)
+
+
+def main_guarded(main):
+    """The scripts' entry point: run main(), and on every exit path stop
+    whatever it started through start()."""
+    try:
+        main()
+    finally:
+        stop_all()
+
+
 def peak_rss_kib(pid):
     """VmHWM of pid in KiB, or None."""
     try:

@@ -176,7 +176,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        procs.stop_all()
+    procs.main_guarded(main)
