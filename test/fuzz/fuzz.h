@@ -64,6 +64,20 @@ void fuzz_frame_ctx_reset(struct ctx *c);
  * receive batch and run it through tap_input(). */
 void fuzz_frames_feed(struct ctx *c, const uint8_t *data, size_t size);
 
+/* fuzz_vu_mem() - vhost-user device d's memory table: one region of
+ * size bytes at host, seen at guest address gpa and front-end address
+ * uva (no mapping of ours). */
+struct vu_dev;
+void fuzz_vu_mem(struct vu_dev *d, uint8_t *host, uint64_t gpa,
+		 uint64_t uva, uint64_t size);
+
+/* fuzz_vu_ring() - queue q of d with num entries: descriptor table at
+ * front-end address desc, avail ring stride bytes after it, used ring
+ * 2 * stride after it; addressed, started, enabled, then mapped through
+ * the memory table. Returns virtq_map()'s verdict. */
+bool fuzz_vu_ring(struct vu_dev *d, unsigned int q, uint16_t num,
+		  uint64_t desc, uint64_t stride);
+
 /* fuzz_fix_csums() - make the IPv4 header checksum and the transport
  * checksum of frame f (len bytes) right, wherever its headers allow. */
 void fuzz_fix_csums(uint8_t *f, size_t len);

@@ -1,6 +1,7 @@
-/* fuzz_lib.c - network isolation, the all-services context and the frame
- * input decoder shared by the fuzz targets and the corpus replay test
- * (see fuzz.h for the input format and why isolation is needed).
+/* fuzz_lib.c - network isolation, the all-services context, the frame
+ * input decoder and the vhost-user device set-up shared by the fuzz
+ * targets and the unit tests (see fuzz.h for the input format and why
+ * isolation is needed).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,8 @@
 #include "pkt.h"
 #include "tcp_conn.h"
 #include "util.h"
+#include "vhost_user.h"
+#include "virtq.h"
 #include "vnet.h"
 #include "test/unit/unit.h"
 
@@ -389,4 +392,28 @@ void fuzz_frames_feed(struct ctx *c, const uint8_t *data, size_t size)
 		timers(c);
 	}
 	tap_flush(c);
+}
+
+void fuzz_vu_mem(struct vu_dev *d, uint8_t *host, uint64_t gpa,
+		 uint64_t uva, uint64_t size)
+{
+	memset(&d->mem, 0, sizeof(d->mem));
+	d->mem.n = 1;
+	d->mem.r[0].gpa = gpa;
+	d->mem.r[0].size = size;
+	d->mem.r[0].uva = uva;
+	d->mem.r[0].host = host;
+}
+
+bool fuzz_vu_ring(struct vu_dev *d, unsigned int q, uint16_t num,
+		  uint64_t desc, uint64_t stride)
+{
+	struct virtq *v = &d->vq[q];
+
+	v->num = num;
+	v->desc_uva = desc;
+	v->avail_uva = desc + stride;
+	v->used_uva = desc + 2 * stride;
+	v->addr_set = v->started = v->enabled = true;
+	return virtq_map(v, &d->mem);
 }

@@ -73,24 +73,12 @@ static void reset(void)
 		;				/* replies */
 	if (!ctx->link.up)
 		vu_attach(ctx, d->fd);
-	memset(&d->mem, 0, sizeof(d->mem));
-	d->mem.n = 1;
-	d->mem.r[0].gpa = FZ_GPA;
-	d->mem.r[0].size = FZ_MEM;
-	d->mem.r[0].uva = FZ_UVA;
-	d->mem.r[0].host = mem;
+	fuzz_vu_mem(d, mem, FZ_GPA, FZ_UVA, FZ_MEM);
 	d->features = VU_FEATURES;
 	d->protocol_features = VU_PROTOCOL_FEATURES;
 	for (q = 0; q < VU_QUEUES; q++) {
-		struct virtq *v = &d->vq[q];
-
-		virtq_reset(v);
-		v->num = FZ_NUM;
-		v->desc_uva = FZ_UVA + q * 0x1000;
-		v->avail_uva = v->desc_uva + 0x400;
-		v->used_uva = v->desc_uva + 0x800;
-		v->addr_set = v->started = v->enabled = true;
-		virtq_map(v, &d->mem);
+		virtq_reset(&d->vq[q]);
+		fuzz_vu_ring(d, q, FZ_NUM, FZ_UVA + q * 0x1000, 0x400);
 	}
 }
 

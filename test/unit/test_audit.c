@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "ferry.h"
+#include "test/fuzz/fuzz.h"
 #include "pkt.h"
 #include "unit.h"
 #include "util.h"
@@ -29,24 +30,11 @@
 static struct ctx *vu_ctx(uint8_t *host)
 {
 	struct ctx *c = test_ctx();
-	struct vu_dev *d;
-	struct virtq *q;
 
 	vu_init(c);
-	d = c->link.vu;
-	d->mem.n = 1;
-	d->mem.r[0].gpa = A_GPA;
-	d->mem.r[0].size = A_SIZE;
-	d->mem.r[0].uva = A_UVA;
-	d->mem.r[0].host = host;
-	d->features = VU_F_MRG_RXBUF;
-	q = &d->vq[VU_RXQ];
-	q->num = A_NUM;
-	q->desc_uva = A_UVA;
-	q->avail_uva = A_UVA + 0x1000;
-	q->used_uva = A_UVA + 0x2000;
-	q->addr_set = q->started = q->enabled = true;
-	virtq_map(q, &d->mem);
+	fuzz_vu_mem(c->link.vu, host, A_GPA, A_UVA, A_SIZE);
+	c->link.vu->features = VU_F_MRG_RXBUF;
+	fuzz_vu_ring(c->link.vu, VU_RXQ, A_NUM, A_UVA, 0x1000);
 	return c;
 }
 
@@ -136,15 +124,21 @@ TEST(audit_vu_first_chain_shorter_than_header)
 	free(host);
 }
 
+/* vu_msg_init() - an empty control message req with an 8-byte payload. */
+static void vu_msg_init(struct vu_msg *m, uint32_t req)
+{
+	memset(m, 0, sizeof(*m));
+	m->request = req;
+	m->flags = VU_VERSION;
+	m->size = 8;
+}
+
 /* vu_send() - hand ferry one control message (no reply asked). */
 static int vu_send(struct ctx *c, uint32_t req, uint32_t index, uint32_t num)
 {
 	static struct vu_msg m;
 
-	memset(&m, 0, sizeof(m));
-	m.request = req;
-	m.flags = VU_VERSION;
-	m.size = 8;
+	vu_msg_init(&m, req);
 	m.p.state.index = index;
 	m.p.state.num = num;
 	return vu_msg_handle(c, &m);
@@ -158,10 +152,8 @@ TEST(audit_vu_vring_num_after_addr_rechecked)
 	struct ctx *c = vu_ctx(host);
 	struct virtq *q = &c->link.vu->vq[VU_RXQ];
 
-	q->desc_uva = A_UVA + A_SIZE - 0x3000;
-	q->avail_uva = A_UVA + A_SIZE - 0x2000;
-	q->used_uva = A_UVA + A_SIZE - 0x1000;
-	CHECK(virtq_map(q, &c->link.vu->mem));
+	CHECK(fuzz_vu_ring(c->link.vu, VU_RXQ, A_NUM, A_UVA + A_SIZE - 0x3000,
+			   0x1000));
 	CHECK_EQ(vu_send(c, VU_SET_VRING_NUM, VU_RXQ, 8192), 0);
 	CHECK(!virtq_ready(q));
 	CHECK(!q->desc && !q->avail && !q->used);
@@ -189,10 +181,7 @@ TEST(audit_vu_broken_ring_restarts)
 	CHECK_EQ(c->stats.drops[DROP_VU_RING], 1);
 	vu_send(c, VU_GET_VRING_BASE, VU_RXQ, 0);	/* (no socket to reply) */
 	CHECK(!q->started);
-	memset(&m, 0, sizeof(m));
-	m.request = VU_SET_VRING_KICK;
-	m.flags = VU_VERSION;
-	m.size = 8;
+	vu_msg_init(&m, VU_SET_VRING_KICK);
 	m.p.u64 = VU_RXQ;
 	m.fds[0] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m.nfds = 1;
@@ -223,12 +212,7 @@ TEST(audit_vu_kick_fd_eof_stops_ring)
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(!pipe2(p, O_NONBLOCK | O_CLOEXEC));
 	close(p[1]);
-	q->num = A_NUM;
-	q->desc_uva = A_UVA + 0x4000;
-	q->avail_uva = A_UVA + 0x5000;
-	q->used_uva = A_UVA + 0x6000;
-	q->addr_set = q->started = q->enabled = true;
-	CHECK(virtq_map(q, &c->link.vu->mem));
+	CHECK(fuzz_vu_ring(c->link.vu, VU_TXQ, A_NUM, A_UVA + 0x4000, 0x1000));
 	q->kick_fd = p[0];
 	CHECK(!ep_add(c, p[0], EPOLLIN, ref));
 	CHECK_EQ(epoll_wait(c->epfd, &ev, 1, 0), 1);
