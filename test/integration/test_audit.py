@@ -5,6 +5,7 @@ import threading
 
 import conftest
 from conftest import wait_for
+from fwd_util import fwd_stats
 
 # Guest side: SYNs from a raw socket, each a new flow (source port and
 # destination port vary), to a host listener whose accept queue is full:
@@ -138,39 +139,103 @@ def cpu_ticks(pid):
     return int(f[11]) + int(f[12])      # utime + stime
 
 
-def test_accept_without_fds_does_not_spin(ferry_ns, tmp_path, monkeypatch):
-    """ferry out of file descriptors (here: a low limit and a guest server
-    holding every forwarded connection) while more connections wait on a
-    forwarded port: accept() fails with EMFILE, the listener stays
-    readable, and the loop must not spin on it at full CPU."""
-    import os
-    import subprocess
-    import time
+def lowfd_ferry(ferry_ns, tmp_path, monkeypatch, nofile, args):
+    """ferry_ns() whose ferry starts under `ulimit -n nofile`."""
     wrap = tmp_path / "ferry-lowfd"
-    wrap.write_text(f"#!/bin/sh\nulimit -n 64\nexec {conftest.FERRY} \"$@\"\n")
+    wrap.write_text(f"#!/bin/sh\nulimit -n {nofile}\n"
+                    f"exec {conftest.FERRY} \"$@\"\n")
     wrap.chmod(0o755)
     monkeypatch.setattr(conftest, "FERRY", str(wrap))
-    port = 40091
-    f = ferry_ns(args=["-t", str(port), "-T", "none"])
+    return ferry_ns(args=args)
+
+
+def hold_server(f, port):
+    """A guest server on port that accepts and holds every connection."""
+    import subprocess
     srv = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
                             "--preserve-credentials", "python3", "-c",
                             HOLD_SERVER, str(port)],
                            stdout=subprocess.PIPE, text=True)
+    assert srv.stdout.readline().strip() == "ready"
+    return srv
+
+
+def open_fds(pid):
+    import os
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_accept_without_fds_does_not_spin(ferry_ns):
+    """ferry at its fd limit (lowered under it to one above its highest
+    descriptor; a guest server holds the connections that fill the gaps)
+    while connections wait on a forwarded port: accept() fails with
+    EMFILE and the listener stays readable; ferry must refuse them through
+    its spare fd (the clients are reset), not spin the loop."""
+    import os
+    import resource
+    import time
+    port = 40091
+    f = ferry_ns(args=["-t", str(port), "-T", "none"])
+    srv = hold_server(f, port)
+    pid = f.proc.pid
     try:
-        assert srv.stdout.readline().strip() == "ready"
+        top = max(int(n) for n in os.listdir(f"/proc/{pid}/fd"))
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (top + 1, top + 1))
         conns = []
         for _ in range(120):
             s = socket.socket()
             s.setblocking(False)
             s.connect_ex((conftest.HOST4, port))
             conns.append(s)
-        wait_for(lambda: len(os.listdir(f"/proc/{f.proc.pid}/fd")) >= 60,
-                 30, "ferry out of file descriptors")
-        t0 = cpu_ticks(f.proc.pid)
+
+        was_reset = set()
+
+        def reset(s):           # ECONNRESET is reported once
+            try:
+                if s in was_reset or s.recv(1) is None:
+                    return True
+            except BlockingIOError:
+                return False
+            except ConnectionResetError:
+                was_reset.add(s)
+                return True
+            return False
+        wait_for(lambda: sum(map(reset, conns)) >= 100, 30,
+                 "waiting clients refused")
+        t0 = cpu_ticks(pid)
         time.sleep(2)
-        used = (cpu_ticks(f.proc.pid) - t0) / os.sysconf("SC_CLK_TCK")
+        used = (cpu_ticks(pid) - t0) / os.sysconf("SC_CLK_TCK")
         assert f.proc.poll() is None, f.output()
         assert used < 0.3, f"ferry used {used:.2f} s of CPU in 2 s idle"
+        for s in conns:
+            s.close()
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def test_tcp_fd_budget_leaves_room(ferry_ns, tmp_path, monkeypatch):
+    """ferry under `ulimit -n 64` with a guest server holding every
+    forwarded connection: TCP stops at its budget (half the limit) and
+    refuses the rest, so ferry never runs out of descriptors; its
+    forwarding still answers afterwards."""
+    port = 40092
+    f = lowfd_ferry(ferry_ns, tmp_path, monkeypatch, 64,
+                    ["-t", str(port), "-T", "none"])
+    srv = hold_server(f, port)
+    try:
+        conns = []
+        for _ in range(120):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex((conftest.HOST4, port))
+            conns.append(s)
+        wait_for(lambda: fwd_stats(f)["refused"] >= 60, 30,
+                 "connections beyond the budget refused")
+        st = fwd_stats(f)
+        assert st["to_guest"] <= 32, st
+        assert open_fds(f.proc.pid) <= 56, open_fds(f.proc.pid)
+        assert f.proc.poll() is None, f.output()
         for s in conns:
             s.close()
     finally:
