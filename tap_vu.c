@@ -12,6 +12,10 @@
  * buffer while we parse). The used ring is published and the guest
  * notified once per batch. When the batch fills up before the ring is
  * empty, we kick the queue's eventfd ourselves so the loop comes back.
+ * While we drain the ring the guest is asked not to kick
+ * (VQ_USED_F_NO_NOTIFY): a kick then would only wake us for chains this
+ * drain takes anyway. Kicks are on again before we look at the ring for
+ * the last time, so a chain offered after that look is always kicked.
  *
  * Flush (frames to the guest, its receive queue 0): each queued frame is
  * copied into the chains the guest posted. With MRG_RXBUF (always
@@ -19,7 +23,9 @@
  * the header says how many. If the guest has posted too little room, the
  * chains taken for that frame are given back unused and the frame is
  * dropped and counted (TCP recovers it). Used entries are published and
- * the guest notified once per flush.
+ * the guest notified once per flush. We never wait for receive buffers
+ * (a frame without room is dropped), so the guest is asked never to kick
+ * the receive queue: each kick costs it an exit to qemu for nothing.
  *
  * Guest memory is shared with a guest that may rewrite it at any time:
  * virtq.c checks every index and address; here lengths come from our own
@@ -58,6 +64,8 @@ static bool kick_read(struct ctx *c, struct virtq *q)
 	uint64_t ev;
 	ssize_t n = read(q->kick_fd, &ev, sizeof(ev));
 
+	if (n == sizeof(ev))
+		c->link.vu->kicks += ev;	/* ours included */
 	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
 		return true;
 	warn("vhost-user: transmit kick fd %s: ring stopped",
@@ -98,6 +106,7 @@ static int vu_rx(struct ctx *c)
 	rx->more = false;
 	if (q->kick_fd >= 0 && !kick_read(c, q))
 		return 0;
+	virtq_set_no_notify(q, true);
 	while (rx->n < RX_FRAMES_MAX && off + VU_SLOT <= RX_BUF_SIZE) {
 		enum drop_reason r;
 		int k = virtq_pop(q, &d->mem, false, &e);
@@ -114,9 +123,10 @@ static int vu_rx(struct ctx *c)
 		if (r != DROP_NONE)
 			drop(c, r);
 	}
+	virtq_set_no_notify(q, false);
 	if (virtq_publish(q))
 		d->notifies++;
-	rx->more = virtq_pending(q);
+	rx->more = virtq_pending(q);	/* after kicks are back on */
 	if (rx->more)
 		kick_self(q);
 	return (int)rx->n;
@@ -208,6 +218,7 @@ static int vu_flush(struct ctx *c)
 	struct tx_batch *tx = &c->link.tx;
 	unsigned int i;
 
+	virtq_set_no_notify(q, true);	/* receive buffers: no kicks */
 	for (i = 0; i < tx->n; i++) {
 		enum drop_reason r = DROP_VU_NOT_READY;
 

@@ -149,9 +149,10 @@ void vu_detach(struct ctx *c)
 	mem_unmap(&d->mem);
 	d->features = d->protocol_features = 0;
 	d->fd = -1;
-	info("vhost-user: %llu messages, %llu guest notifications",
-	     (unsigned long long)d->msgs, (unsigned long long)d->notifies);
-	d->msgs = d->notifies = 0;
+	info("vhost-user: %llu messages, %llu guest notifications, "
+	     "%llu transmit kicks", (unsigned long long)d->msgs,
+	     (unsigned long long)d->notifies, (unsigned long long)d->kicks);
+	d->msgs = d->notifies = d->kicks = 0;
 }
 
 /* reply_u64() - prepare a 64-bit reply payload in m. */

@@ -106,6 +106,7 @@ struct vu_dev {
 	size_t in_fill;			/* header + payload bytes so far */
 	/* statistics */
 	uint64_t msgs, notifies;
+	uint64_t kicks;			/* transmit kicks from the guest */
 };
 
 /* vu_init() - allocate the device state (start-up, vm mode with

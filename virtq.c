@@ -24,7 +24,10 @@
  * every next index < num, directions checked (a transmit chain is
  * device-readable, a receive chain device-writable), and indirect
  * descriptors refused (VIRTIO_RING_F_INDIRECT_DESC is never offered).
- * EVENT_IDX is not offered either: notifications follow the flags.
+ * EVENT_IDX is not offered either: notifications follow the flags,
+ * both ways: we read avail->flags before notifying, and set
+ * VQ_USED_F_NO_NOTIFY in used->flags while kicks would only wake us for
+ * work we are already doing (tap_vu.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -128,6 +131,18 @@ static int avail_count(const struct virtq *q)
 	uint16_t n = (uint16_t)(idx - q->last_avail);
 
 	return n > q->num ? -1 : n;
+}
+
+void virtq_set_no_notify(struct virtq *q, bool on)
+{
+	uint16_t v = htole16(on ? VQ_USED_F_NO_NOTIFY : 0);
+
+	if (!virtq_ready(q))
+		return;
+	if (__atomic_load_n(&q->used->flags, __ATOMIC_RELAXED) != v)
+		__atomic_store_n(&q->used->flags, v, __ATOMIC_RELAXED);
+	if (!on)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 bool virtq_pending(const struct virtq *q)

@@ -23,6 +23,7 @@
 #define VQ_DESC_F_INDIRECT	4	/* not offered: refused */
 
 #define VQ_AVAIL_F_NO_INTERRUPT	1
+#define VQ_USED_F_NO_NOTIFY	1	/* device to driver: do not kick */
 
 /* One region of guest memory, mapped from the fd the front-end passed. */
 struct vu_region {
@@ -133,6 +134,13 @@ void virtq_push(struct virtq *q, uint16_t head, uint32_t len);
  * barrier before it) and notify the guest through the call eventfd
  * unless it asked not to be interrupted. Returns true if it notified. */
 bool virtq_publish(struct virtq *q);
+
+/* virtq_set_no_notify() - ask the guest not to kick q (on), or to kick
+ * again (off), through used->flags; nothing if q is not ready. Turning
+ * kicks back on ends with a full barrier, so the caller's next
+ * virtq_pending() sees every chain offered while they were off (a guest
+ * that read the flag still set did not kick for it). */
+void virtq_set_no_notify(struct virtq *q, bool on);
 
 /* virtq_pending() - are chains available beyond what was taken? */
 bool virtq_pending(const struct virtq *q);

@@ -24,7 +24,7 @@ GUEST_SCRIPT = """
 echo "BENCH-ROUTER $DHCP_ROUTER"
 i=0
 while [ $i -lt {n} ]; do
-    for d in g2h h2g; do
+    for d in {dirs}; do
         r=""; [ $d = h2g ] && r=-R
         echo "BENCH-BEGIN $d"
         timeout {tmo} iperf3 -c "$DHCP_ROUTER" -p {port} -t {secs} -f m \\
@@ -70,9 +70,12 @@ def has_vhost_user(cmd):
     return "--vhost-user" in r.stdout + r.stderr
 
 
-def run_tool(tool, argv, root, workdir, n, secs, port, run_args=()):
+def run_tool(tool, argv, root, workdir, n, secs, port, run_args=(),
+             dirs=("g2h", "h2g"), watch=None):
     """Boot the guest against one tool: (results by direction, info, error).
-    run_args: extra test/guest/run.sh options (-u: vhost-user)."""
+    run_args: extra test/guest/run.sh options (-u: vhost-user); dirs: the
+    directions each round runs; watch: called with the tool's pid once it
+    listens, its before_stop() when the guest is gone (vmprof.py)."""
     d = os.path.join(workdir, f"vm-{tool}")
     os.makedirs(d, exist_ok=True)
     sock = os.path.join(d, "sock")
@@ -81,7 +84,8 @@ def run_tool(tool, argv, root, workdir, n, secs, port, run_args=()):
     script = os.path.join(d, "t.sh")
     tmo = secs + 20
     with open(script, "w") as f:
-        f.write(GUEST_SCRIPT.format(n=n, secs=secs, port=port, tmo=tmo))
+        f.write(GUEST_SCRIPT.format(n=n, secs=secs, port=port, tmo=tmo,
+                                    dirs=" ".join(dirs)))
     if os.path.exists(os.path.join(d, "log")):
         os.unlink(os.path.join(d, "log"))
     try:
@@ -93,7 +97,9 @@ def run_tool(tool, argv, root, workdir, n, secs, port, run_args=()):
         if not procs.wait_for(lambda: os.path.exists(sock) or not procs.alive(p), 10) \
                 or not procs.alive(p):
             return None, info, f"{tool} did not start: " + _tail(os.path.join(d, "log"))
-        deadline = 240 + n * 2 * (tmo + 5)
+        if watch:
+            watch(p.pid)
+        deadline = 240 + n * len(dirs) * (tmo + 5)
         done = threading.Event()
         sampler = threading.Thread(target=_sample_rss, args=(p.pid, info, done))
         sampler.start()
@@ -105,6 +111,8 @@ def run_tool(tool, argv, root, workdir, n, secs, port, run_args=()):
         finally:
             done.set()
             sampler.join()
+        if watch:
+            watch.before_stop()
         res = parse(r.stdout)
         if not res["g2h"] and not res["h2g"]:
             return None, info, (f"guest run failed (exit {r.returncode}): "

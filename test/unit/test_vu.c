@@ -208,6 +208,29 @@ TEST(vu_used_publish_and_notify)
 	free(host);
 }
 
+TEST(vu_no_notify_flag)
+{
+	struct virtq q;
+	struct vu_mem m;
+	uint8_t *host = ring_new(&q, &m);
+
+	virtq_set_no_notify(&q, true);
+	CHECK_EQ(q.used->flags, VQ_USED_F_NO_NOTIFY);
+	virtq_set_no_notify(&q, true);		/* idempotent */
+	CHECK_EQ(q.used->flags, VQ_USED_F_NO_NOTIFY);
+	virtq_set_no_notify(&q, false);
+	CHECK_EQ(q.used->flags, 0);
+	q.enabled = false;			/* not ready: guest memory
+						 * left alone */
+	virtq_set_no_notify(&q, true);
+	CHECK_EQ(q.used->flags, 0);
+	q.enabled = true;
+	q.broken = true;
+	virtq_set_no_notify(&q, true);
+	CHECK_EQ(q.used->flags, 0);
+	free(host);
+}
+
 TEST(vu_random_rings_never_escape)
 {
 	uint8_t *host = calloc(1, G_SIZE);
@@ -619,11 +642,13 @@ TEST(vu_frames_both_ways)
 	guest_tx(&f, 0);
 	tap_handler(f.c, EPOLLIN);		/* the kick */
 	CHECK_EQ(txu->idx, 1);
+	CHECK_EQ(txu->flags, 0);	/* kicks on again after the drain */
 	CHECK_EQ(txu->ring[0].id, 0);
 	CHECK(read(f.call[VU_TXQ], &v, 8) == 8);
 	CHECK_EQ(f.c->stats.rx_frames, 1);
 	tap_flush(f.c);				/* the ARP reply */
 	CHECK_EQ(rxu->idx, 1);
+	CHECK_EQ(rxu->flags, VQ_USED_F_NO_NOTIFY);	/* never wanted */
 	CHECK_EQ(rxu->ring[0].len, 12 + 42);
 	b = f.host + 0x80000 + rxu->ring[0].id * 2048;
 	CHECK_EQ(b[10] | b[11] << 8, 1);	/* num_buffers */
