@@ -84,9 +84,13 @@ fi
 "$F" ns -q -f --config-net -u 5303 -- "$B" recv 5303 "$SECS" > "$tmp/recv" 2>&1 &
 fp=$!
 for _ in $(seq 100); do grep -q READY "$tmp/recv" && break; sleep 0.05; done
+# ferry's forwarded-port socket is in this (host) namespace: its
+# overflows are this namespace's RcvbufErrors, not the receiver's.
+rbe0=$(awk '/^Udp:/ { if (h) print $6; h = 1 }' /proc/net/snmp)
 ${PERF:-} "$B" send 127.0.0.1 5303 "$SIZE" "$SECS" "$RATE" > "$tmp/send" 2>&1 || true
 wait $fp || true
 report ferry-in
+echo "ferry-in   ferry's socket on the host: rcvbuferr $(( $(awk '/^Udp:/ { if (h) print $6; h = 1 }' /proc/net/snmp) - rbe0 ))"
 
 awk '$1 == "veth" { v = $2 } $1 != "veth" { r[$1] = $2 }
      END { for (k in r) printf "ratio %s/veth: %.2f\n", k, v ? r[k] / v : 0 }' \
