@@ -8,6 +8,7 @@ Host-side servers are threads of this pytest process; guest-side ones
 run with nsenter. Every wait polls with a deadline.
 """
 import json
+import re
 import socket
 import subprocess
 import threading
@@ -168,19 +169,54 @@ def test_udp_ns_loopback_path_volume(ferry_ns, echo, way, addr):
     if way == "in":
         f = ferry_ns(args=["-u", str(port), "-U", "none"])
         srv = guest_echo(f, "::" if ":" in addr else "0.0.0.0", port)
+        k0 = kernel_udp_drops(f)
         r = run(volume, timeout=120)
         srv.kill()
         srv.wait()
     else:
         echo(fam, addr, port)
         f = ferry_ns(args=["-U", str(port), "-u", "none"])
+        k0 = kernel_udp_drops(f)
         r = f.guest(volume, timeout=120)
     res = json.loads(r.stdout)
     print("loopback path", way, res)
-    assert res["corrupt"] == 0 and res["dup"] == 0
-    assert res["received"] == 10000, res
+    before = len(f.output())
     n = int(stats(f, r"(\d+) datagrams on the loopback path"))
+    drops = re.findall(r"stats: drop (SOCKET_ERROR|FLOW_TABLE_FULL) (\d+)",
+                       f.output()[before:])
+    assert res["corrupt"] == 0 and res["dup"] == 0
+    # A loss (seen once at load 10: 1 of 10 000) is ferry's when it
+    # counted a drop (a send refused: ENOBUFS from a full per-CPU
+    # backlog, shared by every namespace, comes back to ferry's sockets,
+    # which set IP_RECVERR); otherwise the kernel dropped it on the way to
+    # or from a Python endpoint (their UDP counters), or it came after the
+    # guest script's 2 s wait ("lost" counts those).
+    k1 = kernel_udp_drops(f)
+    assert res["received"] == 10000, (res, drops, "kernel drops meanwhile:",
+                                      {k: k1[k] - k0[k] for k in k0})
+    assert not drops, drops
     assert n >= 20000, n
+
+
+def kernel_udp_drops(f):
+    """The kernel's UDP drop counters (IPv4 and IPv6) in the sandbox and
+    the guest namespace, and the per-CPU backlog drops (/proc/net/softnet_stat,
+    all namespaces): what the kernel lost of datagrams."""
+    keys = ("InErrors", "RcvbufErrors", "SndbufErrors")
+    cat = "cat /proc/net/snmp; cat /proc/net/snmp6"
+    out = {}
+    for where, text in (("host", run(["sh", "-c", cat]).stdout),
+                        ("guest", f.guest(cat).stdout)):
+        lines = text.splitlines()
+        hdr, val = [l.split()[1:] for l in lines if l.startswith("Udp:")][:2]
+        out.update({f"{where} {k}": int(v) for k, v in zip(hdr, val)
+                    if k in keys})
+        out.update({f"{where} {l.split()[0]}": int(l.split()[1])
+                    for l in lines if l.startswith("Udp6") and
+                    l.split()[0][4:] in keys})
+    with open("/proc/net/softnet_stat") as sn:
+        out["backlog"] = sum(int(l.split()[1], 16) for l in sn)
+    return out
 
 
 def test_udp_ns_loopback_target(ferry_ns):
