@@ -98,6 +98,12 @@ static void daemonize(struct ctx *c)
 		_exit(0);
 	if (pidfd >= 0)
 		close(pidfd);
+	/* epoll reports a signalfd ready only for signals to the process
+	 * that added it (signalfd(2)): the daemon adds its own, or SIGTERM
+	 * would never end it. */
+	epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->sigfd, NULL);
+	close(c->sigfd);
+	signals_init(c);
 	setsid();
 	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (fd >= 0) {

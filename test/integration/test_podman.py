@@ -31,6 +31,7 @@ import http.server
 import os
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -318,20 +319,62 @@ def fetch(url):
 
 def test_pid_file_complete_when_pasta_returns(workdir):
     """podman reads --pid as soon as pasta's parent exits: the file must
-    then hold the daemon's pid (the parent writes it before exiting), and
-    deleting the namespace must end that daemon. Several rounds: a pid
-    file written late by the daemon itself is seen empty or missing."""
+    then hold the daemon's pid (the parent writes it before exiting).
+    That daemon ends when the namespace is deleted (a container's) or on
+    SIGTERM to that pid (how podman 5 ends its rootless-netns pasta).
+    Several rounds: a pid file written late by the daemon itself is seen
+    empty or missing."""
     require("unshare")
     for i in range(8):
         net = PastaNetns(workdir / "helpers", workdir, f"pid{i}")
         try:
             assert net.alive()
-            net.remove()
-            wait_for(lambda: not net.alive(), 10,
-                     "ferry to exit once the namespace is deleted")
+            if i % 2:
+                wait_for(lambda: in_epoll_wait(net.pid), 10,
+                         "ferry's loop to wait")
+                os.kill(net.pid, signal.SIGTERM)
+                how = "on SIGTERM"
+            else:
+                net.remove()
+                how = "once the namespace is deleted"
+            wait_for(lambda: not net.alive(), 10, f"ferry to exit {how}")
         finally:
             net.remove()
             net.kill()
+
+
+def in_epoll_wait(pid):
+    """True while pid sleeps in epoll_wait: its event loop is idle, so a
+    signal now must wake it (one sent earlier is seen without a wakeup)."""
+    try:
+        if Path(f"/proc/{pid}/wchan").read_text() == "do_epoll_wait":
+            return True
+        nr = Path(f"/proc/{pid}/syscall").read_text().split()[0]
+    except (FileNotFoundError, IndexError, PermissionError):
+        return False
+    return nr in ("232", "281", "441")	# x86-64 epoll_wait, _pwait, 2
+
+
+def test_vm_daemon_ends_on_sigterm(tmp_path):
+    """The same daemon path in VM mode (passt): libvirt stops it with
+    SIGTERM to the pid in its pid file (was ignored by the daemon: its
+    signalfd had been added to epoll by the parent)."""
+    sock, pidfile = tmp_path / "vm.sock", tmp_path / "vm.pid"
+    r = subprocess.run([FERRY, "vm", "-s", str(sock), "--pid", str(pidfile)],
+                       capture_output=True, timeout=20,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    pid = int(pidfile.read_text())
+    alive = lambda: Path(f"/proc/{pid}/stat").exists() and \
+        Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    try:
+        assert alive(), "ferry vm did not stay running"
+        wait_for(lambda: in_epoll_wait(pid), 10, "ferry vm's loop to wait")
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not alive(), 10, "ferry vm to exit on SIGTERM")
+    finally:
+        if alive():
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_pasta_failure_is_reported_to_podman(workdir):
