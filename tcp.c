@@ -1051,14 +1051,19 @@ static bool tcp_ack_carry(const struct ctx *c, const struct tcp_conn *conn,
 static bool tcp_batch_end(struct ctx *c, struct flow *fl, unsigned int carried)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	bool announce;
+	bool announce, read_now;
 
 	tcp_flush_pending(c, fl);
 	tcp_fin_to_host(c, fl);
-	if (!conn->consume)
-		tcp_clamp_refresh(c, fl);
-	else
+	/* No SIOCINQ when the last read sent all the socket had (and no FIN
+	 * is owed): the guest's ACK or window cannot make more to send. */
+	read_now = (conn->flags & TCP_C_TX_NOW) &&
+		   (!conn->sock_sent || ((conn->flags & TCP_C_SOCK_EOF) &&
+					 !(conn->flags & TCP_C_FIN_SENT)));
+	if (conn->consume)
 		tcp_consume_lazy(c, fl);	/* deferred: the clamp too */
+	else if (!read_now)	/* a read sets the clamp itself (tcp_tx.c) */
+		tcp_clamp_refresh(c, fl);
 	announce = tcp_wnd_update(c, fl);
 	if (conn->ooo && tcp_ooo_continues(c->tcp.ooo, conn,
 					   conn->seq_from_guest))
@@ -1066,12 +1071,8 @@ static bool tcp_batch_end(struct ctx *c, struct flow *fl, unsigned int carried)
 	if (announce)
 		conn->flags |= TCP_C_ACK_NOW;
 	/* Data first: its segments carry the ACK (tcp_ack_sent() clears
-	 * ACK_NOW and the due state), a pure ACK only when none went. No
-	 * SIOCINQ when the last read sent all the socket had (and no FIN is
-	 * owed): the guest's ACK or window cannot make more to send. */
-	if ((conn->flags & TCP_C_TX_NOW) &&
-	    (!conn->sock_sent || ((conn->flags & TCP_C_SOCK_EOF) &&
-				  !(conn->flags & TCP_C_FIN_SENT))))
+	 * ACK_NOW and the due state), a pure ACK only when none went. */
+	if (read_now)
 		tcp_data_to_guest(c, fl);
 	if (tcp_ack_carry(c, conn, carried)) {
 		c->tcp.st.acks_carried++;

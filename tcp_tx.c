@@ -337,7 +337,10 @@ static void tcp_clamp_apply(struct ctx *c, struct flow *fl, uint32_t inq,
 	uint32_t slack = tcp_clamp_slack(conn);
 	uint32_t allow = conn->wnd_from_guest + slack, clamp, low;
 
-	if (c->tcp.clamp_off || (conn->flags & TCP_C_CLAMP_OFF) ||
+	/* After the peer's FIN nothing more can arrive: no clamp (a
+	 * Connection: close reply paid one setsockopt for it). */
+	if (c->tcp.clamp_off || (conn->flags & (TCP_C_CLAMP_OFF |
+						TCP_C_SOCK_EOF)) ||
 	    conn->state != TCP_CS_ESTABLISHED || conn->sock < 0)
 		return;
 	conn->clamp_wnd = conn->wnd_from_guest;
@@ -377,9 +380,10 @@ void tcp_clamp_refresh(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 
-	if (c->tcp.clamp_off || (conn->flags & TCP_C_CLAMP_OFF) ||
+	if (c->tcp.clamp_off ||
+	    (conn->flags & (TCP_C_CLAMP_OFF | TCP_C_SOCK_EOF)) ||
 	    (conn->clamp && conn->clamp_wnd == conn->wnd_from_guest))
-		return;
+		return;		/* nothing to do, or no clamp after EOF */
 	tcp_clamp_update(c, fl, false);
 }
 

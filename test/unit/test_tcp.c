@@ -1725,6 +1725,51 @@ static void zero_then_drain(struct tguest *g, int a)
 	CHECK_EQ(sock_inq(only_conn(g->c)->sock), 0);
 }
 
+/* A new connection's first request and reply: the window clamp is set by
+ * the read that takes the reply (no SIOCINQ and clamp at the end of the
+ * request's batch before it); after the peer's FIN (HTTP Connection:
+ * close) the read that finds the EOF sets no clamp: nothing more can
+ * arrive. */
+TEST(tcp_conn_clamp_first_read_not_after_eof)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40044 };
+	int ls = listener(false, &g.dport), a, v = 0;
+	socklen_t sl = sizeof(v);
+	struct tcp_conn *conn;
+	char buf[16];
+	uint64_t sets;
+	uint32_t isn;
+	struct pkt p;
+
+	a = handshake(&g, ls, &isn);
+	CHECK(a >= 0);
+	CHECK((conn = only_conn(c)) != NULL);
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "GET", 3, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 3);
+	CHECK_EQ(send(a, "200 OK", 6, 0), 6);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 6);
+	CHECK(conn->clamp != 0);		/* set by that read */
+	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &v, &sl));
+	CHECK_EQ((uint32_t)v, conn->clamp);
+	sets = c->tcp.st.clamp_sets;
+	g.ack += 6;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	test_tx_reset(c);
+	close(a);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_FIN);
+	CHECK_EQ(c->tcp.st.clamp_sets, sets);	/* none for the EOF */
+	g.ack += 1;
+	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	close(ls);
+	tcp_test_free(c);
+}
+
 /* The stuck-window detector (tcp_tx.c tcp_stuck_check()): a second after
  * a zero window, an empty socket that still advertises a window is left
  * alone; one whose tcpi_rcv_wnd reads zero (no kernel here does that, so
