@@ -1,0 +1,71 @@
+/* tcp_harness.h - the test guest shared by the TCP unit tests
+ * (test_tcp.c, test_tcp_conn.c): one side of a connection built as
+ * frames and fed through tap_input(), real sockets on the host loopback
+ * for the other, and an injected clock. Definitions in tcp_harness.c. */
+#ifndef FERRY_TEST_TCP_HARNESS_H
+#define FERRY_TEST_TCP_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ferry.h"
+#include "pkt.h"
+
+/* A test guest: its side of one connection. */
+struct tguest {
+	struct ctx *c;
+	bool v6;
+	uint16_t sport, dport;
+	uint32_t seq, ack;	/* next seq we send, what we acknowledge */
+	uint16_t wnd;		/* window field we send, 0: 65535 */
+};
+
+/* guest_frame() - a frame from the guest at f: seq, flags, options,
+ * payload; returns its length. */
+size_t guest_frame(struct tguest *g, uint8_t *f, uint32_t seq,
+		   uint8_t flags, const void *data, size_t len,
+		   const uint8_t *opts, size_t optlen);
+
+/* guest_send() - build that frame at the guest's next seq and feed it
+ * through tap_input(). */
+void guest_send(struct tguest *g, uint8_t flags, const void *data,
+		size_t len, const uint8_t *opts, size_t optlen);
+
+/* pump() - run the TCP part of the event loop for up to ms or until
+ * at least want frames went to the guest. */
+void pump(struct ctx *c, int ms, size_t want);
+
+/* advance() - move the injected clock on by ms and run the TCP timers
+ * that are due (the loop would). */
+void advance(struct ctx *c, int ms);
+
+/* seg_at() - parse the i-th frame to the guest (checksums verified). */
+bool seg_at(struct ctx *c, size_t i, struct pkt *p);
+
+/* listener() - a listening socket on the host loopback, its port in
+ * *port. */
+int listener(bool v6, uint16_t *port);
+
+/* tcp_test_ctx()/tcp_test_free() - a context with TCP set up and the
+ * test clock started, and its release. */
+struct ctx *tcp_test_ctx(void);
+void tcp_test_free(struct ctx *c);
+
+/* handshake() - SYN from the guest, accept on the host, SYN-ACK back,
+ * ACK from the guest. Returns the accepted socket, -1 on failure. */
+int handshake(struct tguest *g, int ls, uint32_t *isn);
+
+/* recv_all() - what the host peer can read now (non-blocking). */
+ssize_t recv_all(int a, uint8_t *buf, size_t size);
+
+/* loop_timers() - the event loop's timer handling for ms of injected
+ * time: tcp_timer() runs only when a timer was requested and is due
+ * (loop.c timers_run() disarms first, so every module must re-request). */
+void loop_timers(struct ctx *c, int ms);
+
+/* guest_ack_wnd() - a pure ACK from the guest advertising wnd (unscaled
+ * field value). */
+void guest_ack_wnd(struct tguest *g, uint16_t wnd);
+
+#endif
