@@ -78,7 +78,6 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/udp.h>
 
@@ -987,22 +986,12 @@ uint32_t udp_env_u32(const char *name, uint32_t dflt)
 /* udp_limits() - flow cap and timeouts, the cap within the fd budget. */
 static void udp_limits(struct ctx *c)
 {
-	struct rlimit rl;
 	uint32_t cap = udp_env_u32("FERRY_TEST_UDP_MAX_FLOWS",
 			       UDP_MAX_FLOWS_DEFAULT);
+	uint32_t lim = fd_limit();	/* the hard limit: flows cost fds */
 
-	/* Use the hard limit: file descriptors are what flows cost. */
-	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
-		if (rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-			getrlimit(RLIMIT_NOFILE, &rl);
-		}
-		if (rl.rlim_cur != RLIM_INFINITY &&
-		    rl.rlim_cur / 2 < (rlim_t)cap + 64)
-			cap = rl.rlim_cur / 2 > 128
-			      ? (uint32_t)(rl.rlim_cur / 2 - 64) : 64;
-	}
+	if (lim / 2 < (uint64_t)cap + 64)
+		cap = lim / 2 > 128 ? lim / 2 - 64 : 64;
 	c->udp.max_flows = MIN(cap, FLOW_MAX);
 	c->udp.timeout_ms = udp_env_u32("FERRY_TEST_UDP_TIMEOUT_MS", UDP_TIMEOUT_MS);
 	c->udp.timeout_replied_ms = udp_env_u32("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS",
