@@ -15,6 +15,7 @@ import shutil
 import subprocess
 
 import chart
+import targets
 
 PEERS = ("pasta", "slirp4netns")
 MARK_B, MARK_E = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
@@ -219,6 +220,7 @@ def write_all(b, summary, elapsed, m=None):
           f"median of {m['runs']} x {m['seconds_per_run']} s; cells: median (lowest "
           "1-s interval) [loss] [p99]\n")
     print(text)
+    print("\ntargets (issue 6):\n" + targets.text(doc))
     md = md_section(m, main, extra, notes)
     with open(os.path.join(b.out, "results.md"), "w") as f:
         f.write(md + "\n")
@@ -229,9 +231,11 @@ def write_all(b, summary, elapsed, m=None):
         docdir = os.path.join(b.root, "doc")
         shutil.copy(svg, os.path.join(docdir, "bench.svg"))
         publish_md(os.path.join(docdir, "bench.md"), md)
+        publish_md(os.path.join(docdir, "bench.md"), targets.section(doc),
+                   targets.TARGETS_B, targets.TARGETS_E, append=False)
         publish_md(os.path.join(b.root, "README.md"), readme_line(m), README_B, README_E)
-        print("published doc/bench.svg, the results in doc/bench.md and README.md's "
-              "chart caption")
+        print("published doc/bench.svg, the results and targets in doc/bench.md and "
+              "README.md's chart caption")
 
 
 def readme_line(m):
@@ -242,8 +246,10 @@ def readme_line(m):
             f"slirp4netns {m['slirp4netns']}).\n{README_E}")
 
 
-def publish_md(path, section, begin=MARK_B, end=MARK_E):
-    """Replace the generated section of a file (between the markers)."""
+def publish_md(path, section, begin=MARK_B, end=MARK_E, append=True):
+    """Replace the generated section of a file (between the markers); where
+    the markers are missing, append the section (or, without append, leave
+    the file alone: the section's place is chosen by hand)."""
     try:
         with open(path) as f:
             text = f.read()
@@ -253,7 +259,9 @@ def publish_md(path, section, begin=MARK_B, end=MARK_E):
         a, rest = text.split(begin, 1)
         _, z = rest.split(end, 1)
         text = a + section + z
-    else:
+    elif append:
         text += "\n" + section + "\n"
+    else:
+        return
     with open(path, "w") as f:
         f.write(text)

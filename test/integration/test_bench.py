@@ -52,3 +52,94 @@ def test_search_all_lossy_and_errors():
     assert res["value"] is None and res["error"] == "iperf3 failed"
     res, _ = search(1e9, fail_at=3)	# a later one: the best so far
     assert res["value"] == 1.0
+
+
+# targets.py: issue 6's verdicts computed from a results document.
+import targets  # noqa: E402
+
+
+def _row(rid, kind, unit, better, res, fam="4", mtu=65520, tools=None, **extra):
+    """A results.json row with the ratios report.py would store."""
+    f = res.get("ferry", {}).get("median")
+    base = res.get("passt" if tools else "veth", {}).get("median")
+    peers = [res[p]["median"] for p in ("pasta", "slirp4netns") if p in res]
+    best = (max(peers) if better == "higher" else min(peers)) if peers else None
+    r = {"id": rid, "kind": kind, "unit": unit, "better": better, "family": fam,
+         "mtu": mtu, "tools": tools, "results": res,
+         "ferry_vs_base": f / base if f and base else None,
+         "ferry_vs_best_peer": f / best if f and best else None}
+    r.update(extra)
+    return r
+
+
+def _tcp(rid, mtu, veth, ferry, pasta, fmin=5.0, pmin=5.0):
+    return _row(rid, "tcp", "Gbit/s", "higher",
+                {"veth": {"median": veth}, "ferry": {"median": ferry, "min_per_sec": fmin},
+                 "pasta": {"median": pasta, "min_per_sec": pmin}},
+                fam=rid.split("-v")[1][0], mtu=mtu)
+
+
+def _doc(rows):
+    return {"meta": {"date": "2026-11-30 00:00 UTC", "ferry": "ferry test"}, "rows": rows}
+
+
+def _verdicts(rows):
+    return {line[0]: line for line in targets.lines(_doc(rows))[1:]}
+
+
+def test_targets_tcp_floors_count_rows_that_meet_them():
+    v = _verdicts([_tcp("tcp1-g2h-v4-65520", 65520, 10, 9.5, 9),
+                   _tcp("tcp1-h2g-v4-65520", 65520, 10, 8.0, 7),
+                   _tcp("tcp1-g2h-v4-1500", 1500, 10, 6.5, 3)])
+    assert v["TCP at MTU 65520 >= 0.9x veth"][2] == "1 of 2 rows"
+    assert "1s g->h v4 0.95x" in v["TCP at MTU 65520 >= 0.9x veth"][1]
+    assert v["TCP at MTU 1500 >= 0.6x veth"][2] == "yes"
+    assert v["no second at zero"][2] == "yes"
+
+
+def test_targets_second_at_zero_and_peers_stalls():
+    v = _verdicts([_tcp("tcp4-g2h-v6-1500", 1500, 10, 7, 3, fmin=0.05, pmin=0.0)])
+    assert v["no second at zero"][2] == "no"
+    assert "0.05 Gbit/s (4s g->h v6, MTU 1500)" in v["no second at zero"][1]
+    assert "pasta in 1 row" in v["no second at zero"][1]
+
+
+def test_targets_latency_is_lower_better_both_for_veth_and_peers():
+    rr = _row("rr-v4-65520", "sockperf", "us", "lower",
+              {"veth": {"median": 20.0}, "ferry": {"median": 25.0},
+               "pasta": {"median": 50.0}})
+    v = _verdicts([rr])
+    assert v["latency p50 <= 1.3x veth"][2] == "yes"	# 1.25x
+    assert "IPv4 25.0 us vs 20.0 us" in v["latency p50 <= 1.3x veth"][1]
+    peers = [k for k in v if k.startswith("ahead of pasta")][0]
+    assert v[peers][1] == "ahead on 1 row" and v[peers][2] == "yes"
+    rr["results"]["ferry"]["median"] = 51.0	# 2% behind pasta: level
+    rr["ferry_vs_base"], rr["ferry_vs_best_peer"] = 51.0 / 20, 51.0 / 50
+    v = _verdicts([rr])
+    assert v["latency p50 <= 1.3x veth"][2] == "no"
+    assert "level (within 2%) on rr-v4-65520" in v[peers][1] and v[peers][2] == "no"
+
+
+def test_targets_behind_a_peer_is_named():
+    v = _verdicts([_tcp("tcp4-g2h-v4-65520", 65520, 10, 5.0, 6.0),
+                   _tcp("tcp4-h2g-v4-65520", 65520, 10, 9.0, 6.0)])
+    line = [v[k] for k in v if k.startswith("ahead of pasta")][0]
+    assert line[1] == "behind on 4s g->h v4 MTU 65520 (0.83x); ahead on 1 row"
+    assert line[2] == "no"
+
+
+def test_targets_vm_rows_fall_back_to_passt_stream():
+    vm = _row("vm-tcp1-g2h-v4", "vmtcp", "Gbit/s", "higher",
+              {"ferry": {"median": 1.7}, "passt": {"median": 1.7}}, tools=["ferry", "passt"])
+    vu = _row("vm-vu-tcp1-g2h-v4", "vmtcp", "Gbit/s", "higher",
+              {"ferry": {"median": 1.0}, "passt": {"na": "no vhost-user"}},
+              tools=["ferry", "passt"], alt_base={"label": "passt stream", "median": 2.0})
+    line = _verdicts([vm, vu])["VM mode: at least level with passt"]
+    assert "vm-vu-tcp1-g2h-v4 1.00 vs passt stream 2.00 (0.50x)" in line[1]
+    assert line[2] == "1 of 2 rows"
+
+
+def test_targets_section_has_markers_and_a_row_per_target():
+    s = targets.section(_doc([_tcp("tcp1-g2h-v4-65520", 65520, 10, 9.5, 9)]))
+    assert s.startswith(targets.TARGETS_B) and s.endswith(targets.TARGETS_E)
+    assert s.count("\n| ") == 10	# header, separator, 8 targets (no VM rows)
