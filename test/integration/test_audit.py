@@ -160,6 +160,18 @@ def hold_server(f, port):
     return srv
 
 
+def connect_many(port, n):
+    """n non-blocking connections started to the host's port (not waited
+    for: the caller polls for what happens to them)."""
+    conns = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex((conftest.HOST4, port))
+        conns.append(s)
+    return conns
+
+
 def open_fds(pid):
     import os
     return len(os.listdir(f"/proc/{pid}/fd"))
@@ -181,12 +193,7 @@ def test_accept_without_fds_does_not_spin(ferry_ns):
     try:
         top = max(int(n) for n in os.listdir(f"/proc/{pid}/fd"))
         resource.prlimit(pid, resource.RLIMIT_NOFILE, (top + 1, top + 1))
-        conns = []
-        for _ in range(120):
-            s = socket.socket()
-            s.setblocking(False)
-            s.connect_ex((conftest.HOST4, port))
-            conns.append(s)
+        conns = connect_many(port, 120)
 
         was_reset = set()
 
@@ -224,12 +231,7 @@ def test_tcp_fd_budget_leaves_room(ferry_ns, tmp_path, monkeypatch):
                     ["-t", str(port), "-T", "none"])
     srv = hold_server(f, port)
     try:
-        conns = []
-        for _ in range(120):
-            s = socket.socket()
-            s.setblocking(False)
-            s.connect_ex((conftest.HOST4, port))
-            conns.append(s)
+        conns = connect_many(port, 120)
         wait_for(lambda: fwd_stats(f)["refused"] >= 60, 30,
                  "connections beyond the budget refused")
         st = fwd_stats(f)
