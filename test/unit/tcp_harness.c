@@ -141,27 +141,75 @@ void tcp_test_free(struct ctx *c)
 	test_ctx_free(c);
 }
 
-int handshake(struct tguest *g, int ls, uint32_t *isn)
+/* syn_exchange() - the part handshake() and handshake_sack() share: the
+ * guest's SYN with opts, ferry's answer in *p (false if there was none),
+ * then the host's accept() and the guest's ACK once check(p) holds.
+ * Returns the accepted socket, -1 on failure. */
+static int syn_exchange(struct tguest *g, int ls, const uint8_t *opts,
+			size_t optlen, bool (*check)(const struct pkt *p),
+			struct pkt *p)
 {
-	static const uint8_t opts[] = { 2, 4, 0x05, 0xb4, 1, 3, 3, 7 };
-	struct pkt p;
 	int a;
 
 	test_tx_reset(g->c);
 	g->seq = 1000;
-	guest_send(g, TCP_F_SYN, NULL, 0, opts, sizeof(opts));
+	guest_send(g, TCP_F_SYN, NULL, 0, opts, optlen);
 	pump(g->c, 2000, 1);
-	if (!seg_at(g->c, 0, &p) ||
-	    p.tcp.flags != (TCP_F_SYN | TCP_F_ACK) || p.tcp.ack != 1001 ||
-	    !p.tcp.has_mss || !p.tcp.has_wscale ||
-	    p.tcp.wscale != TCP_WS_TO_GUEST)
+	if (!seg_at(g->c, 0, p) || !check(p))
 		return -1;
-	*isn = p.tcp.seq;
-	g->ack = p.tcp.seq + 1;
+	g->ack = p->tcp.seq + 1;
 	a = accept(ls, NULL, NULL);
 	guest_send(g, TCP_F_ACK, NULL, 0, NULL, 0);
 	test_tx_reset(g->c);
 	return a;
+}
+
+static bool synack_ok(const struct pkt *p)
+{
+	return p->tcp.flags == (TCP_F_SYN | TCP_F_ACK) && p->tcp.ack == 1001 &&
+	       p->tcp.has_mss && p->tcp.has_wscale &&
+	       p->tcp.wscale == TCP_WS_TO_GUEST;
+}
+
+static bool synack_sack(const struct pkt *p)
+{
+	return p->tcp.has_sack_perm;
+}
+
+int handshake(struct tguest *g, int ls, uint32_t *isn)
+{
+	static const uint8_t opts[] = { 2, 4, 0x05, 0xb4, 1, 3, 3, 7 };
+	struct pkt p;
+	int a = syn_exchange(g, ls, opts, sizeof(opts), synack_ok, &p);
+
+	if (a >= 0 && isn)
+		*isn = p.tcp.seq;
+	return a;
+}
+
+int handshake_sack(struct tguest *g, int ls)
+{
+	static const uint8_t opts[] = { 2, 4, 0x05, 0xb4, 1, 3, 3, 7,
+					1, 1, 4, 2 };
+	struct pkt p;
+
+	return syn_exchange(g, ls, opts, sizeof(opts), synack_sack, &p);
+}
+
+int tconn_open(struct tguest *g, bool sack, uint32_t *isn)
+{
+	g->ls = listener(g->v6, &g->dport);
+	if (g->ls < 0)
+		return -1;
+	return sack ? handshake_sack(g, g->ls) : handshake(g, g->ls, isn);
+}
+
+void tconn_close(struct tguest *g, int a)
+{
+	if (a >= 0)
+		close(a);
+	close(g->ls);
+	tcp_test_free(g->c);
 }
 
 ssize_t recv_all(int a, uint8_t *buf, size_t size)

@@ -19,6 +19,7 @@ struct tguest {
 	uint16_t sport, dport;
 	uint32_t seq, ack;	/* next seq we send, what we acknowledge */
 	uint16_t wnd;		/* window field we send, 0: 65535 */
+	int ls;			/* the host's listener of tconn_open() */
 };
 
 /* guest_frame() - a frame from the guest at f: seq, flags, options,
@@ -53,8 +54,25 @@ struct ctx *tcp_test_ctx(void);
 void tcp_test_free(struct ctx *c);
 
 /* handshake() - SYN from the guest, accept on the host, SYN-ACK back,
- * ACK from the guest. Returns the accepted socket, -1 on failure. */
+ * ACK from the guest. Returns the accepted socket, -1 on failure; ferry's
+ * ISN in *isn unless isn is NULL. */
 int handshake(struct tguest *g, int ls, uint32_t *isn);
+
+/* handshake_sack() - handshake() with SACK-permitted in the guest's SYN;
+ * the SYN-ACK must carry it too. */
+int handshake_sack(struct tguest *g, int ls);
+
+/* tconn_open() - the start most TCP tests share, for a guest g whose
+ * context (g->c, from tcp_test_ctx()), family and source port are set: a
+ * host listener of that family (g->ls, its port in g->dport) and a
+ * connection to it through handshake(), or handshake_sack() if sack.
+ * Returns the host's accepted socket, -1 if a step failed; ferry's ISN in
+ * *isn unless isn is NULL (handshake() only). */
+int tconn_open(struct tguest *g, bool sack, uint32_t *isn);
+
+/* tconn_close() - the matching end: closes a (unless < 0) and g's
+ * listener, and frees g->c. */
+void tconn_close(struct tguest *g, int a);
 
 /* recv_all() - what the host peer can read now (non-blocking). */
 ssize_t recv_all(int a, uint8_t *buf, size_t size);

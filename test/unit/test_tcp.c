@@ -46,11 +46,9 @@ static void data_both_ways(bool v6)
 	char buf[64] = { 0 };
 	uint32_t isn;
 	struct pkt p;
-	int ls, a;
+	int a;
 
-	ls = listener(v6, &g.dport);
-	CHECK(ls >= 0);
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, &isn);
 	CHECK(a >= 0);
 
 	/* guest -> host: written, then acknowledged; a small write's ACK
@@ -92,9 +90,7 @@ static void data_both_ways(bool v6)
 	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 4);
 	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 0);	/* EOF */
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);		/* both closed */
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 TEST(tcp_data_both_ways_v4)
@@ -117,9 +113,9 @@ TEST(tcp_delayed_ack)
 	char buf[2048];
 	uint32_t isn, old;
 	struct pkt p;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, &isn);
 	CHECK(a >= 0);
 	/* request, reply: one frame, the reply, acknowledging the request */
 	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "GET", 3, NULL, 0);
@@ -170,7 +166,7 @@ TEST(tcp_delayed_ack)
 	/* small data waiting for its ACK, then a segment beyond a hole: the
 	 * duplicate ACK goes at once and covers the small data */
 	g.sport++;
-	a = handshake(&g, ls, &isn);
+	a = handshake(&g, g.ls, &isn);
 	CHECK(a >= 0);
 	guest_send(&g, TCP_F_ACK, "y", 1, NULL, 0);
 	CHECK_EQ(test_tx_n(c), 0);
@@ -183,9 +179,7 @@ TEST(tcp_delayed_ack)
 	CHECK_EQ(p.payload_len, 0);
 	advance(c, TCP_DELACK_MS + 1);
 	CHECK_EQ(test_tx_n(c), 1);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* The guest's window fills exactly as the socket runs dry; more host
@@ -198,9 +192,9 @@ TEST(tcp_data_after_stall)
 	static char d[1536];
 	uint32_t isn;
 	struct pkt p;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, &isn);
 	CHECK(a >= 0);
 	g.wnd = 8;			/* << 7 (handshake): 1024 bytes */
 	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
@@ -220,9 +214,7 @@ TEST(tcp_data_after_stall)
 	CHECK(seg_at(c, 0, &p));
 	CHECK_EQ(p.payload_len, 512);
 	CHECK_EQ(p.tcp.seq, isn + 1 + 1024);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 TEST(tcp_refused_gets_rst)
@@ -305,10 +297,10 @@ TEST(tcp_rst_both_ways)
 	char b[8];
 	uint32_t isn;
 	struct pkt p;
-	int ls = listener(false, &g.dport), a;
+	int a;
 	struct linger l = { 1, 0 };
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, &isn);
 	CHECK(a >= 0);
 	/* guest RST: the host peer sees a reset */
 	guest_send(&g, TCP_F_RST, NULL, 0, NULL, 0);
@@ -319,7 +311,7 @@ TEST(tcp_rst_both_ways)
 
 	/* host RST: the guest gets one */
 	g.sport++;
-	a = handshake(&g, ls, &isn);
+	a = handshake(&g, g.ls, &isn);
 	CHECK(a >= 0);
 	setsockopt(a, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 	close(a);
@@ -327,8 +319,7 @@ TEST(tcp_rst_both_ways)
 	CHECK(seg_at(c, 0, &p));
 	CHECK(p.tcp.flags & TCP_F_RST);
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, -1);
 }
 
 TEST(tcp_window_limits_and_dupack_rewind)
@@ -339,9 +330,9 @@ TEST(tcp_window_limits_and_dupack_rewind)
 	uint32_t isn;
 	struct pkt p;
 	size_t i, n;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, &isn);
 	CHECK(a >= 0);
 	for (i = 0; i < sizeof(big); i++)
 		big[i] = (char)(i * 13);
@@ -365,9 +356,7 @@ TEST(tcp_window_limits_and_dupack_rewind)
 	CHECK(seg_at(c, 0, &p));
 	CHECK_EQ(p.tcp.seq, isn + 1);
 	CHECK(!memcmp(p.payload, big, p.payload_len));
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* After three duplicate ACKs rewind the send position, an ACK in the same
@@ -398,9 +387,9 @@ TEST(tcp_ack_beyond_rewind_resumes)
 	static char big[8000];
 	uint32_t isn, i;
 	struct pkt p;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, &isn);
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
 	pump(c, 2000, 6);
@@ -419,9 +408,7 @@ TEST(tcp_ack_beyond_rewind_resumes)
 	CHECK_EQ(p.tcp.seq, isn + 1 + sizeof(big));
 	CHECK_EQ(p.payload_len, 3);
 	CHECK(!memcmp(p.payload, "xyz", 3));
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* The host peer's data and FIN went to the guest; the guest's ACKs were
@@ -436,9 +423,9 @@ TEST(tcp_fin_ack_after_rewind_taken)
 	static char big[8000];
 	uint32_t isn, i, fin_end = 0;
 	struct pkt p;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, &isn);
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
 	CHECK_EQ(shutdown(a, SHUT_WR), 0);
@@ -466,9 +453,7 @@ TEST(tcp_fin_ack_after_rewind_taken)
 	guest_send(&g, TCP_F_FIN | TCP_F_ACK, NULL, 0, NULL, 0);
 	pump(c, 500, 1);
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 TEST(tcp_guest_never_completes_handshake)
@@ -522,28 +507,6 @@ static int sack_of(const struct pkt *p, uint32_t base, uint32_t *b)
 	return (o[i + 1] - 2) / 8;
 }
 
-/* handshake_sack() - handshake() with SACK-permitted in the guest's SYN;
- * the SYN-ACK must carry it too. */
-static int handshake_sack(struct tguest *g, int ls)
-{
-	static const uint8_t opts[] = { 2, 4, 0x05, 0xb4, 1, 3, 3, 7,
-					1, 1, 4, 2 };
-	struct pkt p;
-	int a;
-
-	test_tx_reset(g->c);
-	g->seq = 1000;
-	guest_send(g, TCP_F_SYN, NULL, 0, opts, sizeof(opts));
-	pump(g->c, 2000, 1);
-	if (!seg_at(g->c, 0, &p) || !p.tcp.has_sack_perm)
-		return -1;
-	g->ack = p.tcp.seq + 1;
-	a = accept(ls, NULL, NULL);
-	guest_send(g, TCP_F_ACK, NULL, 0, NULL, 0);
-	test_tx_reset(g->c);
-	return a;
-}
-
 /* send_at() - guest data [off, off + len) of data[], stream base + off. */
 static void send_at(struct tguest *g, uint32_t base, const uint8_t *data,
 		    uint32_t off, uint32_t len, uint8_t flags)
@@ -563,11 +526,11 @@ TEST(tcp_ooo_sack_and_hole_fill)
 	uint32_t b[8], base;
 	struct pkt p;
 	size_t i;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
 	for (i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 31 + 7);
-	a = handshake_sack(&g, ls);
+	a = tconn_open(&g, true, NULL);
 	CHECK(a >= 0);
 	base = g.seq;
 	/* [0, 1000) lost: each later segment gets a duplicate ACK at once,
@@ -616,9 +579,7 @@ TEST(tcp_ooo_sack_and_hole_fill)
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
 	CHECK_EQ(c->tcp.ooo->st.blks_used, 0);
 	CHECK(!c->tcp.ooo->q[0].used);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* Bytes beyond the right edge of the window ferry advertised are not
@@ -632,10 +593,10 @@ TEST(tcp_ooo_nothing_beyond_advertised_window)
 	uint32_t base, wnd, b[8];
 	uint64_t drops;
 	struct pkt p;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
 	memset(data, 0x5a, sizeof(data));
-	a = handshake_sack(&g, ls);
+	a = tconn_open(&g, true, NULL);
 	CHECK(a >= 0);
 	base = g.seq;
 	send_at(&g, base, data, 1000, 100, 0);	/* learn the window */
@@ -660,25 +621,22 @@ TEST(tcp_ooo_nothing_beyond_advertised_window)
 	CHECK(seg_at(c, 0, &p));
 	CHECK_EQ(sack_of(&p, base, b), 2);
 	CHECK(b[0] == wnd - 300 && b[1] == wnd);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 TEST(tcp_ooo_without_sack_and_fin)
 {
 	struct ctx *c = tcp_test_ctx();
-	struct tguest g = { .c = c, .sport = 40011 };
+	struct tguest g = { .c = c, .v6 = true, .sport = 40011 };
 	static uint8_t data[3000], got[4000];
-	uint32_t isn, base;
+	uint32_t base;
 	struct pkt p;
 	size_t i;
-	int ls = listener(true, &g.dport), a;
+	int a;
 
-	g.v6 = true;
 	for (i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 17 + 3);
-	a = handshake(&g, ls, &isn);	/* no SACK-permitted */
+	a = tconn_open(&g, false, NULL);	/* no SACK-permitted */
 	CHECK(a >= 0);
 	base = g.seq;
 	/* the tail and the FIN arrive first: queued, plain duplicate ACK */
@@ -698,9 +656,7 @@ TEST(tcp_ooo_without_sack_and_fin)
 	CHECK(!memcmp(got, data, 3000));
 	CHECK_EQ(recv(a, got, sizeof(got), 0), 0);	/* EOF */
 	CHECK_EQ(c->tcp.ooo->st.blks_used, 0);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* guest_batch() - segments [off[i], off[i] + len[i]) of data[] (stream
@@ -732,11 +688,11 @@ TEST(tcp_ooo_batch_ack_covers_in_order_bytes)
 	uint32_t b[8], base;
 	struct pkt p;
 	size_t i;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
 	for (i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 5 + 1);
-	a = handshake_sack(&g, ls);
+	a = tconn_open(&g, true, NULL);
 	CHECK(a >= 0);
 	base = g.seq;
 	/* in order, beyond a hole, in order again: the duplicate ACK of the
@@ -753,9 +709,7 @@ TEST(tcp_ooo_batch_ack_covers_in_order_bytes)
 	CHECK_EQ(sack_of(&p, base, b), 1);
 	CHECK_EQ(recv_all(a, got, sizeof(got)), 1500);
 	CHECK(!memcmp(got, data, 1500));
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* The guest's retransmissions of two holes in one batch, the second
@@ -775,11 +729,11 @@ TEST(tcp_ooo_hole_filled_by_the_write_before_it)
 	uint32_t b[8], base;
 	struct pkt p;
 	size_t i;
-	int ls = listener(false, &g.dport), a;
+	int a;
 
 	for (i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 13 + 5);
-	a = handshake_sack(&g, ls);
+	a = tconn_open(&g, true, NULL);
 	CHECK(a >= 0);
 	base = g.seq;
 	send_at(&g, base, data, 1000, 1000, 0);	/* holes at 0 and 2000 */
@@ -795,9 +749,7 @@ TEST(tcp_ooo_hole_filled_by_the_write_before_it)
 	CHECK_EQ(recv_all(a, got, sizeof(got)), 4000);
 	CHECK(!memcmp(got, data, sizeof(data)));
 	CHECK_EQ(c->tcp.ooo->st.blks_used, 0);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 TEST(tcp_ooo_short_write_waits_for_room)
@@ -872,12 +824,11 @@ TEST(tcp_review_delack_keeps_rto)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40020 };
-	int ls = listener(false, &g.dport), a;
+	int a;
 	size_t i, data = 0;
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, "lost", 4, 0), 4);
 	pump(c, 2000, 1);			/* the segment the guest loses */
@@ -889,9 +840,7 @@ TEST(tcp_review_delack_keeps_rto)
 		if (seg_at(c, i, &p) && p.payload_len == 4)
 			data++;
 	CHECK(data >= 1);			/* retransmitted */
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* Ping-pong: request 1's ACK is queued, the reply carries it; request 2
@@ -902,12 +851,11 @@ TEST(tcp_delack_stale_entry_leaves_next_request)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40022 };
-	int ls = listener(false, &g.dport), a, i;
+	int a, i;
 	char buf[64];
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "q1", 2, NULL, 0);
 	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 2);
@@ -938,9 +886,7 @@ TEST(tcp_delack_stale_entry_leaves_next_request)
 	CHECK_EQ(p.payload_len, 0);
 	CHECK_EQ(p.tcp.ack, g.seq);
 	CHECK_EQ(c->tcp.st.acks_delack_timer, 1);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* A small write's ACK is queued; a full segment follows before the delay
@@ -950,12 +896,11 @@ TEST(tcp_review_delack_full_segment_after_small)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40021 };
-	int ls = listener(false, &g.dport), a;
+	int a;
 	static char seg[1460];
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "x", 1, NULL, 0);
 	CHECK_EQ(test_tx_n(c), 0);		/* delayed */
@@ -963,9 +908,7 @@ TEST(tcp_review_delack_full_segment_after_small)
 	CHECK_EQ(test_tx_n(c), 1);		/* 1461 bytes: at once */
 	CHECK(seg_at(c, 0, &p));
 	CHECK_EQ(p.tcp.ack, g.seq);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* The guest acknowledges everything with a zero window while the host
@@ -977,10 +920,9 @@ TEST(tcp_review_zero_window_probed)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40022 };
-	int ls = listener(false, &g.dport), a;
-	uint32_t isn;
+	int a;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, "abcd", 4, 0), 4);
 	pump(c, 2000, 1);
@@ -994,9 +936,7 @@ TEST(tcp_review_zero_window_probed)
 	/* the guest's window update is lost; ferry must probe */
 	loop_timers(c, TCP_RTO_MAX_MS * 2);
 	CHECK(test_tx_n(c) >= 1);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* syn_mss() - the MSS of ferry's SYN-ACK to a guest at this MTU, with or

@@ -48,15 +48,14 @@ TEST(tcp_rr_lazy_consume)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40030 };
-	int ls = listener(false, &g.dport), a, i;
+	int a, i;
 	int rounds = TCP_CONSUME_LAZY / 64 + 20;
 	bool deferred = false, consumed = false;
 	char rep[64], buf[64];
 	struct tcp_conn *conn;
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK((conn = only_conn(c)) != NULL);
 	for (i = 0; i < rounds; i++) {
@@ -94,9 +93,7 @@ TEST(tcp_rr_lazy_consume)
 	g.ack += 1;
 	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* host_reply() - the host sends len bytes, one frame takes them to the
@@ -142,12 +139,11 @@ static void fin_on_data(bool v6)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .v6 = v6, .sport = 40031 };
-	int ls = listener(v6, &g.dport), a;
+	int a;
 	char buf[16];
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK(host_reply(&g, a, "hello", 5));
 	CHECK_EQ(send(a, "bye", 3, 0), 3);
@@ -165,9 +161,7 @@ static void fin_on_data(bool v6)
 	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
 	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 0);
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 TEST(tcp_fin_on_data_v4)
@@ -190,13 +184,12 @@ static void fin_after_window(size_t len)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40032 };
-	int ls = listener(false, &g.dport), a, step;
+	int a, step;
 	static char d[2048];
 	size_t sent = 0, fins = 0;
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	g.wnd = 8;			/* << 7 (handshake): 1024 bytes */
 	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
@@ -225,9 +218,7 @@ static void fin_after_window(size_t len)
 	CHECK_EQ(step, len < 2048 ? 2 : 3);
 	CHECK_EQ(test_tx_n(c), 0);
 	CHECK_EQ(c->tcp.st.rewinds_rto, 0);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 TEST(tcp_fin_on_data_after_window)
@@ -246,13 +237,12 @@ TEST(tcp_guessed_read_larger_reply)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40033 };
-	int ls = listener(false, &g.dport), a;
+	int a;
 	static uint8_t big[80 << 10];
 	size_t i, n, total = 0;
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK(host_reply(&g, a, "x", 1));
 	for (i = 0; i < sizeof(big); i++)
@@ -268,9 +258,7 @@ TEST(tcp_guessed_read_larger_reply)
 		total += p.payload_len;
 	}
 	CHECK_EQ(total, sizeof(big));
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* One epoll registration per socket for its life (tcp_ep_add()): the
@@ -409,12 +397,11 @@ TEST(tcp_conn_guest_fin_then_host_data)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40042 };
-	int ls = listener(false, &g.dport), a;
+	int a;
 	char b[16];
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
 	CHECK_EQ(recv(a, b, sizeof(b), 0), 0);		/* EOF on the host */
@@ -435,8 +422,7 @@ TEST(tcp_conn_guest_fin_then_host_data)
 	g.ack += 1;
 	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, -1);
 }
 
 /* so_keepalive() - SO_KEEPALIVE of the connection's host socket. */
@@ -462,12 +448,11 @@ TEST(tcp_conn_keepalive_late)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40043 };
-	int ls = listener(false, &g.dport), a, steps = 0;
+	int a, steps = 0;
 	int64_t syn_ms = tcp_now_ms(c);
 	struct tcp_conn *conn;
-	uint32_t isn;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK((conn = only_conn(c)) != NULL);
 	CHECK_EQ(conn->ka_ms, syn_ms + TCP_KA_ARM_MS);
@@ -482,9 +467,7 @@ TEST(tcp_conn_keepalive_late)
 	CHECK(c->tcp.scan_ms && c->tcp.scan_ms <= tcp_now_ms(c) + 1000);
 	advance(c, 1001);
 	CHECK_EQ(so_keepalive(c), 1);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* zero_then_drain() - the guest acknowledges everything with a zero
@@ -517,15 +500,14 @@ TEST(tcp_conn_clamp_first_read_not_after_eof)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40044 };
-	int ls = listener(false, &g.dport), a, v = 0;
+	int a, v = 0;
 	socklen_t sl = sizeof(v);
 	struct tcp_conn *conn;
 	char buf[16];
 	uint64_t sets;
-	uint32_t isn;
 	struct pkt p;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK((conn = only_conn(c)) != NULL);
 	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "GET", 3, NULL, 0);
@@ -549,8 +531,7 @@ TEST(tcp_conn_clamp_first_read_not_after_eof)
 	g.ack += 1;
 	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, -1);
 }
 
 /* The stuck-window detector (tcp_tx.c tcp_stuck_check()): a second after
@@ -563,12 +544,11 @@ TEST(tcp_stuck_window_detector)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40040 };
-	int ls = listener(false, &g.dport), a, v = 0;
+	int a, v = 0;
 	socklen_t sl = sizeof(v);
 	struct tcp_conn *conn;
-	uint32_t isn;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK((conn = only_conn(c)) != NULL);
 	CHECK_EQ(send(a, "abcd", 4, 0), 4);
@@ -593,9 +573,7 @@ TEST(tcp_stuck_window_detector)
 	CHECK_EQ(c->tcp.st.clamp_fallbacks, 1);
 	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &v, &sl));
 	CHECK_EQ(v, 1 << 30);
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* --- several connections in one wake-up (issue 6, multistream) --- */
@@ -607,14 +585,14 @@ TEST(tcp_clamp_follows_guest_window)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40050 };
-	int ls = listener(false, &g.dport), a, v = 0;
+	int a, v = 0;
 	socklen_t sl = sizeof(v);
 	struct tcp_conn *conn;
 	uint8_t got[64];
 	uint64_t sets;
-	uint32_t isn, wide;
+	uint32_t wide;
 
-	a = handshake(&g, ls, &isn);
+	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK((conn = only_conn(c)) != NULL);
 	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "abc", 3, NULL, 0);
@@ -634,9 +612,7 @@ TEST(tcp_clamp_follows_guest_window)
 	CHECK_EQ((uint32_t)v, conn->clamp);
 	CHECK_EQ(recv_all(a, got, sizeof(got)), 9);
 	CHECK(!memcmp(got, "abcdefghi", 9));
-	close(a);
-	close(ls);
-	tcp_test_free(c);
+	tconn_close(&g, a);
 }
 
 /* conn_by_port() - the connection of the guest's port. */
