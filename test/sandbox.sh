@@ -2,7 +2,7 @@
 # sandbox.sh - run a command in a private network sandbox ("the host").
 #
 # Re-executes itself under `unshare -Urn` (new user + network namespace,
-# mapped to root), then builds a host network that goes nowhere:
+# mapped to root; with FERRY_SANDBOX_ROOT=1 no user namespace), then builds a host network that goes nowhere:
 #   lo up;  veth "uplink0" <-> "uplink0p" (far end stays here, no address)
 #   uplink0: 198.51.100.2/24, 2001:db8::2/64, MTU 65520
 #   default routes via 198.51.100.1 and 2001:db8::1 (nobody answers)
@@ -14,6 +14,11 @@
 set -eu
 if [ "${FERRY_SANDBOX_INNER:-}" != 1 ]; then
 	export FERRY_SANDBOX_INNER=1
+	# FERRY_SANDBOX_ROOT=1 (the real root only): new network and mount
+	# namespaces but no user namespace, so a test can switch to a real
+	# unprivileged uid (test_rootless.py); the network is the same.
+	[ "${FERRY_SANDBOX_ROOT:-}" = 1 ] &&
+		exec unshare -nm --kill-child -- "$0" "$@"
 	exec unshare -Urnm --kill-child -- "$0" "$@"
 fi
 ip link set lo up

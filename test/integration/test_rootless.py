@@ -1,0 +1,279 @@
+"""ferry run by a real unprivileged user, as rootless podman and a user's
+shell run it.
+
+Every other integration test runs in test/sandbox.sh, a user namespace
+that maps only uid 0: ferry there is root of the namespace that owns its
+"host" network, with every capability over it. A real user's ferry has
+none: it is an ordinary uid in the initial user namespace, the host
+network belongs to the real root, and only the namespaces ferry (or
+podman) creates are its own.
+
+So this file does not run in that sandbox: test/run.sh runs it as the
+real root in `test/sandbox.sh` with FERRY_SANDBOX_ROOT=1 (new network and
+mount namespaces, no user namespace: the same documentation-address
+network that goes nowhere). The tests switch to a uid no account uses
+(setpriv, no groups, no capabilities) and, as that user:
+- `unshare -Urn true` (the kernel must allow unprivileged user
+  namespaces at all, or nothing rootless can work);
+- `ferry ns --config-net -- CMD`: the guest has its address and reaches
+  a server the test started on the host, through the gateway;
+- podman's sequence with ferry as `pasta`: in a user + mount namespace
+  of its own (podman's rootless namespace), a network namespace
+  bind-mounted at a path, `pasta --config-net ... --netns PATH` with
+  podman's options, the guest reaching the host's server through
+  --map-guest-addr, and ferry ending when the path is deleted;
+and checks that ferry holds no capability outside the user namespaces
+the user made: in ns mode it runs as the uid with empty capability sets
+in the initial user namespace.
+"""
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import FERRY, GW4, HOST4, require, run, wait_for
+from test_podman import HOST_ADDR, podman_args
+
+PORT = 18090		# the host's server the guests reach
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+TOOLS = ("setpriv", "unshare", "nsenter", "ip", "python3", "umount")
+
+# Run in the guest: wait for its address, then fetch a line from the
+# host's server (both polled up to a deadline), print that line.
+GUEST_CHECK = r"""
+import json, socket, subprocess, sys, time
+want, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+deadline = time.monotonic() + 20
+while True:
+    out = subprocess.run(["ip", "-j", "-4", "addr", "show"],
+                         capture_output=True, text=True).stdout
+    have = [a["local"] for i in json.loads(out or "[]")
+            for a in i.get("addr_info", [])]
+    if want in have:
+        break
+    if time.monotonic() > deadline:
+        sys.exit(f"the guest never got {want}: it has {have}")
+    time.sleep(0.05)
+while True:
+    try:
+        with socket.create_connection((host, port), timeout=2) as s:
+            print(s.makefile().readline().strip())
+            break
+    except OSError as e:
+        if time.monotonic() > deadline:
+            sys.exit(f"the guest cannot reach {host}:{port}: {e}")
+        time.sleep(0.05)
+"""
+
+
+def real_root():
+    """True when we are uid 0 of the initial user namespace (its whole
+    uid range mapped), which creating a process of another uid needs."""
+    m = Path("/proc/self/uid_map").read_text().split()
+    return os.getuid() == 0 and m[:3] == ["0", "0", "4294967295"]
+
+
+def unused_uid():
+    """A uid that no account has and no process runs as."""
+    used = {p.pw_uid for p in pwd.getpwall()}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                used.add(d.stat().st_uid)
+            except FileNotFoundError:
+                pass
+    for uid in range(61000, 62000):
+        if uid not in used:
+            return uid
+    pytest.fail("no unused uid in 61000-61999")
+
+
+@pytest.fixture
+def user():
+    """(uid, dir, env): an unprivileged uid, a directory it owns (with a
+    `pasta` link to ferry) and an environment for it."""
+    if not real_root():
+        pytest.fail("test_rootless.py needs the real root (to switch to "
+                    "an unprivileged uid): test/run.sh runs it with "
+                    "FERRY_SANDBOX_ROOT=1 test/sandbox.sh as root, never "
+                    "in the user-namespace sandbox")
+    for tool in TOOLS:
+        require(tool)
+    uid = unused_uid()
+    # not under pytest's tmp_path: its /tmp/pytest-of-root is 0700
+    d = Path(tempfile.mkdtemp(prefix="ferry-rootless-"))
+    os.symlink(FERRY, d / "pasta")
+    os.chown(d, uid, uid)
+    os.chmod(d, 0o755)
+    env = {"PATH": PATH, "HOME": str(d), "XDG_RUNTIME_DIR": str(d),
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")}
+    yield uid, d, env
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def as_user(uid, argv):
+    """argv run as uid: its own group, no supplementary groups, no
+    capabilities (setuid from root clears them; inheritable too)."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}",
+            "--clear-groups", "--inh-caps=-all", "--"] + argv
+
+
+class Server:
+    """A TCP server on the host (any address): one line to each client,
+    naming the address it came from."""
+
+    def __init__(self, port):
+        self.sock = socket.create_server(("0.0.0.0", port))
+        self.peers = []
+        self.t = threading.Thread(target=self._serve, daemon=True)
+        self.t.start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, a = self.sock.accept()
+            except OSError:
+                return
+            self.peers.append(a[0])
+            with c:
+                c.sendall(f"hello {a[0]}\n".encode())
+
+    def close(self):
+        self.sock.shutdown(socket.SHUT_RDWR)	# wakes accept()
+        self.sock.close()
+        self.t.join(5)
+
+
+def status(pid):
+    """Fields of /proc/PID/status (as seen from our user namespace)."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        k, _, v = line.partition(":")
+        out[k] = v.split()
+    return out
+
+
+def test_user_namespaces_allowed(user):
+    uid, d, env = user
+    r = run(as_user(uid, ["unshare", "-Urn", "id", "-u"]), check=False,
+            env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "0", (
+        "an unprivileged user cannot create a user namespace here "
+        "(kernel.unprivileged_userns_clone, user.max_user_namespaces or an "
+        f"AppArmor restriction): {r.stderr}")
+
+
+def test_ns_mode_as_unprivileged_user(user):
+    """`ferry ns` by a user: ferry stays the user's uid in the initial
+    user namespace with no capabilities, and its guest is configured and
+    reaches the host through the gateway (the host's loopback)."""
+    uid, d, env = user
+    srv = Server(PORT)
+    pidfile, log = d / "guest.pid", d / "ferry.log"
+    argv = as_user(uid, [FERRY, "ns", "-f", "--config-net", "--", "sh", "-c",
+                         f"echo $$ > {pidfile}; exec sleep 3600"])
+    with open(log, "w") as lf:
+        p = subprocess.Popen(argv, stdout=lf, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, env=env)
+    try:
+        def guest_pid():
+            assert p.poll() is None, \
+                f"ferry exited ({p.returncode}):\n{log.read_text()}"
+            txt = pidfile.read_text().strip() if pidfile.exists() else ""
+            return txt if txt else None
+        guest = wait_for(guest_pid, 20, "the guest's command to start")
+        st = status(p.pid)	# setpriv exec()s ferry: p.pid is ferry
+        assert Path(f"/proc/{p.pid}/exe").resolve() == Path(FERRY).resolve()
+        assert st["Uid"] == [str(uid)] * 4 and st["Gid"] == [str(uid)] * 4, st
+        assert st["CapEff"] == st["CapPrm"] == ["0000000000000000"], st
+        assert os.readlink(f"/proc/{p.pid}/ns/user") == \
+            os.readlink("/proc/self/ns/user"), "ferry left the host's userns"
+        r = run(as_user(uid, ["nsenter", "-t", guest, "-U", "-n",
+                              "--preserve-credentials", "python3", "-c",
+                              GUEST_CHECK, HOST4, GW4, str(PORT)]),
+                check=False, env=env, timeout=60)
+        assert r.returncode == 0, f"{r.stderr}\nferry:\n{log.read_text()}"
+        assert r.stdout.strip() == "hello 127.0.0.1", r.stdout
+    finally:
+        if p.poll() is None:
+            p.terminate()
+        p.wait(timeout=20)
+        srv.close()
+
+
+# As the user, in a user + mount namespace of its own (podman's rootless
+# namespace): the bind-mounted network namespace, ferry as pasta with
+# podman's command line, the guest check inside it; then wait for the
+# test's go-ahead (it inspects ferry meanwhile), delete the path as
+# podman does, and wait (deadline 20 s) for ferry to exit.
+PODMAN = r"""
+set -eu
+d=$1; shift
+touch "$d/netns"
+unshare --net="$d/netns" true
+"$d/pasta" "$@"
+pid=$(cat "$d/pasta.pid")
+nsenter --net="$d/netns" python3 -c "$GUEST_CHECK" "$HOST4" "$HOST_ADDR" \
+    "$PORT" > "$d/guest.out"
+echo "$pid" > "$d/ready"
+i=0
+while [ ! -e "$d/go" ]; do
+    i=$((i + 1)); [ $i -lt 600 ] || { echo "no go-ahead" >&2; exit 1; }
+    sleep 0.1
+done
+umount -l "$d/netns"
+rm "$d/netns"
+i=0
+while kill -0 "$pid" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 200 ] || { echo "ferry $pid did not exit" >&2; exit 1; }
+    sleep 0.1
+done
+"""
+
+
+def test_pasta_netns_as_unprivileged_user(user):
+    """The pasta link run the way rootless podman runs it, by a user."""
+    uid, d, env = user
+    srv = Server(PORT)
+    env = dict(env, GUEST_CHECK=GUEST_CHECK, HOST4=HOST4,
+               HOST_ADDR=HOST_ADDR, PORT=str(PORT))
+    args = podman_args(d / "pasta.pid", d / "netns")
+    p = subprocess.Popen(as_user(uid, ["unshare", "-Urm", "sh", "-c", PODMAN,
+                                       "sh", str(d)] + args),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, env=env, text=True)
+    pid = None
+    try:
+        def ready():
+            if p.poll() is not None:
+                out, err = p.communicate()
+                raise AssertionError(f"exited {p.returncode}: {out}{err}")
+            f = d / "ready"
+            return f.exists() and f.read_text().strip()
+        pid = int(wait_for(ready, 60, "podman's sequence as the user"))
+        assert (d / "guest.out").read_text().strip() == f"hello {HOST4}"
+        st = status(pid)
+        assert Path(f"/proc/{pid}/exe").resolve() == Path(FERRY).resolve()
+        # root of the user's namespace, the user's uid outside it
+        assert st["Uid"] == [str(uid)] * 4, st
+        assert os.readlink(f"/proc/{pid}/ns/user") != \
+            os.readlink("/proc/self/ns/user"), "pasta in the host's userns"
+        (d / "go").touch()
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, f"{out}{err}"
+        pid = None
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if pid and Path(f"/proc/{pid}").exists() and \
+                Path(f"/proc/{pid}/exe").resolve() == Path(FERRY).resolve():
+            os.kill(pid, 9)
+        srv.close()
