@@ -48,11 +48,12 @@
  * Limits. Flows expire after UDP_TIMEOUT_MS without traffic, or
  * UDP_TIMEOUT_REPLIED_MS once the host side has answered (like conntrack's
  * unreplied/assured UDP timeouts). Their number is capped (default
- * UDP_MAX_FLOWS_DEFAULT, and at most half of RLIMIT_NOFILE, since each
- * outbound flow holds a socket): a new flow beyond the cap evicts the
- * least recently active flow (an LRU list through the flows) and counts
- * the eviction, so a flood of destinations costs old flows, never file
- * descriptors beyond the limit.
+ * UDP_MAX_FLOWS_DEFAULT, and at most half of the fd limit less 64, since
+ * each outbound flow holds a socket; fd_limit() raises the soft
+ * RLIMIT_NOFILE to the hard one, as for TCP's budget): a new flow beyond
+ * the cap evicts the least recently active flow (an LRU list through the
+ * flows) and counts the eviction, so a flood of destinations costs old
+ * flows, never file descriptors beyond the limit.
  *
  * ICMP errors. Flow sockets set IP_RECVERR / IPV6_RECVERR; queued errors
  * (EPOLLERR) become ICMP/ICMPv6 errors to the guest about the datagram it
