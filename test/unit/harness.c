@@ -153,6 +153,25 @@ static void fill_csum(uint8_t *l4, size_t l4len, uint8_t proto, bool v6,
 static const uint8_t guest_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 static const uint8_t our_mac[6] = { 0x9a, 0x55, 0x9a, 0x55, 0x9a, 0x55 };
 
+size_t test_frame_arp_req(uint8_t *buf)
+{
+	uint8_t *a = buf + 14;
+
+	memset(buf, 0, 42);
+	memset(buf, 0xff, 6);
+	memcpy(buf + 6, guest_mac, 6);
+	wr16(buf + 12, ETH_P_ARP_);
+	wr16(a, 1);
+	wr16(a + 2, ETH_P_IP_);
+	a[4] = 6;
+	a[5] = 4;
+	wr16(a + 6, 1);
+	memcpy(a + 8, guest_mac, 6);
+	inet_pton(AF_INET, "198.51.100.2", a + 14);
+	inet_pton(AF_INET, "198.51.100.1", a + 24);
+	return 42;
+}
+
 size_t test_frame_ip4(uint8_t *buf, const char *src, const char *dst,
 		      uint8_t proto, const void *l4, size_t l4len)
 {

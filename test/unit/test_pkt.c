@@ -261,21 +261,11 @@ TEST(parse_random_garbage_never_crashes)
 TEST(arp_reply_for_gateway)
 {
 	struct ctx *c = test_ctx();
-	uint8_t f[42] = { 0 }, *a = f + 14;
+	uint8_t f[42], *a = f + 14;
 	const uint8_t *r;
 	size_t len;
 
-	memset(f, 0xff, 6);
-	memcpy(f + 6, "\x02\x00\x00\x00\x00\x02", 6);
-	wr16(f + 12, ETH_P_ARP_);
-	wr16(a, 1);
-	wr16(a + 2, ETH_P_IP_);
-	a[4] = 6;
-	a[5] = 4;
-	wr16(a + 6, 1);
-	memcpy(a + 8, "\x02\x00\x00\x00\x00\x02", 6);
-	inet_pton(AF_INET, "198.51.100.2", a + 14);
-	inet_pton(AF_INET, "198.51.100.1", a + 24);
+	test_frame_arp_req(f);
 	test_input(c, f, sizeof(f));
 	CHECK_EQ(test_tx_n(c), 1);
 	r = test_tx(c, 0, &len);

@@ -8,26 +8,6 @@
 #include "unit.h"
 #include "util.h"
 
-/* An ARP request for the gateway, as the guest would send it. */
-static size_t arp_req(uint8_t *f)
-{
-	uint8_t *a = f + 14;
-
-	memset(f, 0, 42);
-	memset(f, 0xff, 6);
-	memcpy(f + 6, "\x02\x00\x00\x00\x00\x02", 6);
-	wr16(f + 12, ETH_P_ARP_);
-	wr16(a, 1);
-	wr16(a + 2, ETH_P_IP_);
-	a[4] = 6;
-	a[5] = 4;
-	wr16(a + 6, 1);
-	memcpy(a + 8, f + 6, 6);
-	memcpy(a + 14, "\xc6\x33\x64\x02", 4);	/* 198.51.100.2 */
-	memcpy(a + 24, "\xc6\x33\x64\x01", 4);	/* 198.51.100.1 */
-	return 42;
-}
-
 static struct ctx *stream_ctx(int *peer)
 {
 	struct ctx *c = test_ctx();
@@ -46,7 +26,7 @@ TEST(stream_frames_split_across_reads)
 	struct ctx *c = stream_ctx(&peer);
 	ssize_t n;
 
-	arp_req(f);
+	test_frame_arp_req(f);
 	for (i = 0; i < 3; i++) {
 		wr32(msg + i * 46, 42);
 		memcpy(msg + i * 46 + 4, f, 42);

@@ -75,5 +75,9 @@ size_t test_frame_ip4(uint8_t *buf, const char *src, const char *dst,
 		      uint8_t proto, const void *l4, size_t l4len);
 size_t test_frame_ip6(uint8_t *buf, const char *src, const char *dst,
 		      uint8_t proto, const void *l4, size_t l4len);
+/* test_frame_arp_req() - the guest's broadcast ARP request for the
+ * gateway (198.51.100.2 asks for 198.51.100.1) into buf (42 bytes);
+ * returns 42. */
+size_t test_frame_arp_req(uint8_t *buf);
 
 #endif /* FERRY_UNIT_H */
