@@ -15,8 +15,11 @@ network that goes nowhere). The tests switch to a uid no account uses
 (setpriv, no groups, no capabilities) and, as that user:
 - `unshare -Urn true` (the kernel must allow unprivileged user
   namespaces at all, or nothing rootless can work);
-- `ferry ns --config-net -- CMD`: the guest has its address and reaches
-  a server the test started on the host, through the gateway;
+- `ferry ns --config-net -t 18091:80 -- CMD`: the guest has its address
+  and reaches a server the test started on the host, through the
+  gateway; the forwarded port reaches the guest's server; ICMP echo is
+  off, saying why (the sandbox's ping_group_range leaves the user out);
+- `-t 80`: a port below 1024 is refused, and ferry exits saying so;
 - podman's sequence with ferry as `pasta`: in a user + mount namespace
   of its own (podman's rootless namespace), a network namespace
   bind-mounted at a path, `pasta --config-net ... --netns PATH` with
@@ -41,6 +44,7 @@ from conftest import FERRY, GW4, HOST4, require, run, wait_for
 from test_podman import HOST_ADDR, podman_args
 
 PORT = 18090		# the host's server the guests reach
+FWD_PORT = 18091	# forwarded by the user's ferry to the guest's port 80
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TOOLS = ("setpriv", "unshare", "nsenter", "ip", "python3", "umount")
 
@@ -69,6 +73,19 @@ while True:
         if time.monotonic() > deadline:
             sys.exit(f"the guest cannot reach {host}:{port}: {e}")
         time.sleep(0.05)
+"""
+
+
+# Run in the guest: a server on port 80 (root of the guest's namespaces
+# may bind it), one line to each client; touches argv[1] once listening.
+GUEST_SERVER = r"""
+import socket, sys
+s = socket.create_server(("0.0.0.0", 80))
+open(sys.argv[1], "w").close()
+while True:
+    c, a = s.accept()
+    with c:
+        c.sendall(f"guest says hello to {a[0]}\n".encode())
 """
 
 
@@ -171,13 +188,18 @@ def test_user_namespaces_allowed(user):
 
 def test_ns_mode_as_unprivileged_user(user):
     """`ferry ns` by a user: ferry stays the user's uid in the initial
-    user namespace with no capabilities, and its guest is configured and
-    reaches the host through the gateway (the host's loopback)."""
+    user namespace with no capabilities, its guest is configured and
+    reaches the host through the gateway (the host's loopback), a port
+    the user's ferry forwards (-t, above 1023) reaches the guest's server,
+    and ICMP echo, whose ping sockets the user's group may not open
+    (ping_group_range), is off with a reason instead of failing."""
     uid, d, env = user
     srv = Server(PORT)
     pidfile, log = d / "guest.pid", d / "ferry.log"
-    argv = as_user(uid, [FERRY, "ns", "-f", "--config-net", "--", "sh", "-c",
+    argv = as_user(uid, [FERRY, "ns", "-f", "--config-net", "-t",
+                         f"{FWD_PORT}:80", "--", "sh", "-c",
                          f"echo $$ > {pidfile}; exec sleep 3600"])
+    gsrv = None
     with open(log, "w") as lf:
         p = subprocess.Popen(argv, stdout=lf, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, env=env)
@@ -200,11 +222,43 @@ def test_ns_mode_as_unprivileged_user(user):
                 check=False, env=env, timeout=60)
         assert r.returncode == 0, f"{r.stderr}\nferry:\n{log.read_text()}"
         assert r.stdout.strip() == "hello 127.0.0.1", r.stdout
+        assert "cannot open ping sockets (Permission denied)" in \
+            log.read_text(), log.read_text()
+
+        listening = d / "guest-listening"
+        gsrv = subprocess.Popen(
+            as_user(uid, ["nsenter", "-t", guest, "-U", "-n",
+                          "--preserve-credentials", "python3", "-c",
+                          GUEST_SERVER, str(listening)]),
+            env=env, stdin=subprocess.DEVNULL)
+        wait_for(listening.exists, 20, "the guest's server on port 80")
+        with socket.create_connection((HOST4, FWD_PORT), timeout=10) as s:
+            line = s.makefile().readline().strip()
+        # the host's own address is the guest's: a client from it is
+        # shown to the guest as the gateway
+        assert line == f"guest says hello to {GW4}", line
     finally:
+        if gsrv:
+            gsrv.kill()
+            gsrv.wait()
         if p.poll() is None:
             p.terminate()
         p.wait(timeout=20)
         srv.close()
+
+
+def test_low_port_refused_as_user(user):
+    """A user's ferry cannot bind a host port below 1024: asked for one by
+    number, it exits with an error naming the port and the reason before
+    the guest's command runs (pasta's behaviour)."""
+    uid, d, env = user
+    ran = d / "ran"
+    r = run(as_user(uid, [FERRY, "ns", "-f", "--config-net", "-t", "80",
+                          "--", "touch", str(ran)]),
+            check=False, env=env, timeout=60)
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "-t port 80: Permission denied" in r.stderr, r.stderr
+    assert not ran.exists()
 
 
 # As the user, in a user + mount namespace of its own (podman's rootless
