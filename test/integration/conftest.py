@@ -5,6 +5,8 @@ network namespace whose "host" network (uplink0, 198.51.100.2/24 and
 2001:db8::2/64, default routes to nobody) cannot reach outside this
 machine. Each test starts its own ferry and guest namespace and acts from
 inside the guest with real tools (ip, ping, busybox udhcpc, ...).
+test_rootless.py alone runs in a variant of that sandbox without a user
+namespace (FERRY_SANDBOX_ROOT=1), to run ferry as a real unprivileged uid.
 
 Rules: no sleeping-and-hoping (use wait_for with a deadline); processes
 are only ever ended by the PIDs we started.
