@@ -16,6 +16,13 @@ rates, and "lowest" is their worst run).
 
 Variants (arguments), each LABEL=SPEC[+CMD]:
   veth, pasta             the bench's backends (backends.py)
+  relay                   veth, with test/bench/relay.c in the guest
+                          between the client (on the guest's loopback)
+                          and veth: two kernel TCP connections and a
+                          minimal relay, the floor under any translator
+  relay:N                 the same relay, polling N us before each sleep
+                          (its own addresses: one relay and one relay:N
+                          can run beside veth in one run)
   ferry:PATH[:ARG,...]    a ferry binary, with extra options (e.g.
                           ferry:./ferry:--no-offload)
   +CMD                    a shell command run in the guest once it is up
@@ -50,9 +57,47 @@ class FerryVariant(backends.Ferry):
         return super().argv() + self.extra
 
 
+class RelayVariant(backends.Veth):
+    """veth with relay.c in the guest: the client reaches the guest's
+    loopback, the relay connects through veth to the host's servers
+    (its own veth pair and addresses, so it runs beside plain veth)."""
+    ifx, net4, plen4, net6 = "br", "203.0.113.", 24, "2001:db8:c::"
+
+    def __init__(self, workdir, poll_us=0):
+        super().__init__(65520, workdir)
+        self.relays = []
+        self.poll_us = poll_us
+        if poll_us:	# beside a plain relay: addresses 203.0.113.101/28 ...
+            self.ifx, self.net4, self.plen4, self.net6 = "bp", "203.0.113.10", 28, "2001:db8:d::"
+
+    def start(self):
+        super().start()
+        root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+        binary = os.path.join(self.dir, "relay")
+        r = procs.run(["cc", "-O2", "-o", binary,
+                       os.path.join(root, "test", "bench", "relay.c")], timeout=60)
+        if r.returncode:
+            raise SystemExit("cannot build relay.c: " + r.stderr)
+        ports = [str(p) for p in (measure.SOCKPERF_PORT, measure.PP_PORT, measure.HTTP_PORT)]
+        for fam, inside in (("4", "127.0.0.1"), ("6", "::1")):
+            log = os.path.join(self.dir, f"relay{fam}.log")
+            argv = ["env", f"RELAY_POLL_US={self.poll_us}", binary, inside, self.addrs[fam]]
+            self.relays.append(procs.start(self.guest(argv + ports), log=log))
+            if not procs.wait_for(lambda: "ready" in open(log).read(), 10):
+                raise SystemExit(f"relay{fam} did not start: {open(log).read()}")
+        self.addrs = {"4": "127.0.0.1", "6": "::1"}
+
+    def stop(self):
+        for p in self.relays:
+            procs.stop(p)
+        super().stop()
+
+
 def variant(label, spec, workdir):
     if spec == "veth":
         return backends.Veth(65520, os.path.join(workdir, label))
+    if spec == "relay" or spec.startswith("relay:"):
+        return RelayVariant(os.path.join(workdir, label), int(spec.partition(":")[2] or 0))
     if spec == "pasta":
         return backends.Pasta(65520, os.path.join(workdir, label))
     parts = spec.split(":")

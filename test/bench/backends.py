@@ -148,33 +148,37 @@ class Backend:
 
 class Veth(Backend):
     name = "veth"
+    # interface name prefix, host/guest addresses (ab.py's relay variant
+    # runs a second pair beside this one)
+    ifx, net4, plen4, net6 = "bv", "192.0.2.", 24, "2001:db8:b::"
 
     def start(self):
         self.holder = procs.start(["unshare", "-n", "--", "sleep", "infinity"],
                                   log=self.log)
         self.gpid = self._find_guest_self()
-        h, g = f"bvh{self.mtu}", f"bvg{self.mtu}"
+        h, g = f"{self.ifx}h{self.mtu}", f"{self.ifx}g{self.mtu}"
+        n4, n6 = self.net4, self.net6
         m = str(self.mtu)
         cmds = [
             ["ip", "link", "add", h, "mtu", m, "type", "veth", "peer", "name", g,
              "mtu", m, "netns", str(self.gpid)],
-            ["ip", "addr", "add", "192.0.2.1/24", "dev", h],
-            ["ip", "-6", "addr", "add", "2001:db8:b::1/64", "dev", h, "nodad"],
+            ["ip", "addr", "add", f"{n4}1/{self.plen4}", "dev", h],
+            ["ip", "-6", "addr", "add", f"{n6}1/64", "dev", h, "nodad"],
             ["ip", "link", "set", h, "up"],
         ]
         gcmds = [
             ["ip", "link", "set", "lo", "up"],
-            ["ip", "addr", "add", "192.0.2.2/24", "dev", g],
-            ["ip", "-6", "addr", "add", "2001:db8:b::2/64", "dev", g, "nodad"],
+            ["ip", "addr", "add", f"{n4}2/{self.plen4}", "dev", g],
+            ["ip", "-6", "addr", "add", f"{n6}2/64", "dev", g, "nodad"],
             ["ip", "link", "set", g, "up"],
-            ["ip", "route", "add", "default", "via", "192.0.2.1"],
-            ["ip", "-6", "route", "add", "default", "via", "2001:db8:b::1"],
+            ["ip", "route", "add", "default", "via", f"{n4}1"],
+            ["ip", "-6", "route", "add", "default", "via", f"{n6}1"],
         ]
         for c in cmds + [self.guest(c) for c in gcmds]:
             r = procs.run(c, timeout=10)
             if r.returncode:
                 raise BackendError(f"veth: {' '.join(c)}: {r.stderr.strip()}")
-        self._wait_net("192.0.2.1", "2001:db8:b::1")
+        self._wait_net(f"{n4}1", f"{n6}1")
 
     def _find_guest_self(self):
         # unshare execs sleep in place: the holder is the guest.
