@@ -11,8 +11,8 @@
  * nothing until the kernel reports the outcome (EPOLLOUT): success gives
  * the guest a SYN-ACK, failure (refused, unreachable) an RST, and so does
  * a connect that takes longer than TCP_CONNECT_TIMEOUT_MS. Retransmitted
- * SYNs meanwhile are absorbed. The SYN-ACK carries our MSS (guest MTU,
- * clamped to the host path's TCP_MAXSEG) and a window scale when the
+ * SYNs meanwhile are absorbed. The SYN-ACK carries our MSS (from the
+ * guest's MTU, tcp_mss_from_guest()) and a window scale when the
  * guest offered one; ISNs follow RFC 6528 (tcp_isn()). The SYN-ACK is
  * retransmitted until the guest's ACK arrives, then the host socket is
  * reset (a guest that never completes the handshake).
@@ -257,22 +257,22 @@ static void tcp_reset_both(struct ctx *c, struct flow *fl)
  * tcp_conn.h): whole segments in a TSO frame on an offloading tap. */
 uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl)
 {
-	const struct tcp_conn *conn = conn_of((struct flow *)fl);
 	unsigned int mtu = c->conf.mtu ? c->conf.mtu : 1500;
 	uint32_t l3 = inany_is4(&fl->f.key[FLOW_SIDE_GUEST].a) ? IP4_HLEN
 							       : IP6_HLEN;
-	uint32_t mss = mtu - l3 - TCP_HLEN;
+	uint32_t mss = MAX(MIN(mtu - l3 - TCP_HLEN, 65535u), 536u);
 
-	if (conn->mss_host)
-		mss = MIN(mss, conn->mss_host);
-	mss = MAX(MIN(mss, 65535u), 536u);
-	/* The guest's kernel bounds its MSS by half the largest window it
-	 * has seen, and a SYN-ACK's window (never scaled) is at most 64 KiB:
-	 * from a big MTU it sends segments of 32 KiB, one per TSO frame,
-	 * since two do not fit. A third of the TSO limit makes every frame
-	 * carry three: 64 KiB per read() and per guest skb instead of 32
-	 * (doc/bench.md, guest->host path). Only where frames are TSO
-	 * frames: elsewhere the MSS is the size of each frame. */
+	/* Not bounded by the host socket's segment size (mss_host): the
+	 * kernel holds that at half the peer's first window (32 KiB on
+	 * loopback) until it sees more, and the host's segmentation is no
+	 * concern of the guest's. Without TSO (a qemu stream) each frame
+	 * is one segment: the MTU's MSS makes them 64 KiB, not 32
+	 * (doc/bench.md, VM mode guest->host).
+	 * With TSO, at a big MTU, one segment nearly fills the 64 KiB
+	 * frame and the guest's kernel starts at half the SYN-ACK's window
+	 * (64 KiB, never scaled): a third of the TSO limit makes every
+	 * frame carry three whole segments from the start. Only where
+	 * frames are TSO frames. */
 	if (c->link.rx_tso && mss > TCP_GUEST_TSO_BYTES / 2)
 		mss = TCP_GUEST_TSO_BYTES / 3;
 	return mss;

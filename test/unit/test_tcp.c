@@ -966,13 +966,15 @@ static unsigned int syn_mss(bool v6, unsigned int mtu, bool tso)
 }
 
 /* With TSO frames from the guest and a big MTU, the MSS is a third of
- * the guest's TSO limit (its kernel would send 32 KiB segments, one per
- * frame); otherwise the MTU's, as ever (bounded by the host path). */
+ * the guest's TSO limit; otherwise the MTU's. Never the host socket's
+ * segment size: the harness's peer is on loopback, whose first window
+ * (64 KiB, unscaled) holds the socket's TCP_MAXSEG at half of it (32741)
+ * until more window is seen; passed on, that halved every frame of a VM
+ * guest (no TSO on a qemu stream). */
 TEST(tcp_mss_fills_tso_frames)
 {
-	unsigned int big4 = syn_mss(false, 65520, false);
-
-	CHECK(big4 > 32607 && big4 <= 65480);
+	CHECK_EQ(syn_mss(false, 65520, false), 65480);
+	CHECK_EQ(syn_mss(true, 65520, false), 65460);
 	CHECK_EQ(syn_mss(false, 65520, true), (65536 - 321) / 3);
 	CHECK_EQ(syn_mss(true, 65520, true), (65536 - 321) / 3);
 	CHECK_EQ(syn_mss(false, 1500, true), 1460);
