@@ -114,7 +114,9 @@ def unused_uid():
 @pytest.fixture
 def user():
     """(uid, dir, env): an unprivileged uid, a directory it owns (with a
-    `pasta` link to ferry) and an environment for it."""
+    copy of ferry, `ferry`, and a `pasta` link to it) and an environment
+    for it. The copy: the checkout may be in a directory other users
+    cannot enter."""
     if not real_root():
         pytest.fail("test_rootless.py needs the real root (to switch to "
                     "an unprivileged uid): test/run.sh runs it with "
@@ -125,7 +127,9 @@ def user():
     uid = unused_uid()
     # not under pytest's tmp_path: its /tmp/pytest-of-root is 0700
     d = Path(tempfile.mkdtemp(prefix="ferry-rootless-"))
-    os.symlink(FERRY, d / "pasta")
+    shutil.copy(FERRY, d / "ferry")
+    os.chmod(d / "ferry", 0o755)
+    os.symlink("ferry", d / "pasta")
     os.chown(d, uid, uid)
     os.chmod(d, 0o755)
     env = {"PATH": PATH, "HOME": str(d), "XDG_RUNTIME_DIR": str(d),
@@ -196,7 +200,7 @@ def test_ns_mode_as_unprivileged_user(user):
     uid, d, env = user
     srv = Server(PORT)
     pidfile, log = d / "guest.pid", d / "ferry.log"
-    argv = as_user(uid, [FERRY, "ns", "-f", "--config-net", "-t",
+    argv = as_user(uid, [str(d / "ferry"), "ns", "-f", "--config-net", "-t",
                          f"{FWD_PORT}:80", "--", "sh", "-c",
                          f"echo $$ > {pidfile}; exec sleep 3600"])
     gsrv = None
@@ -211,7 +215,7 @@ def test_ns_mode_as_unprivileged_user(user):
             return txt if txt else None
         guest = wait_for(guest_pid, 20, "the guest's command to start")
         st = status(p.pid)	# setpriv exec()s ferry: p.pid is ferry
-        assert Path(f"/proc/{p.pid}/exe").resolve() == Path(FERRY).resolve()
+        assert Path(f"/proc/{p.pid}/exe").resolve() == d / "ferry"
         assert st["Uid"] == [str(uid)] * 4 and st["Gid"] == [str(uid)] * 4, st
         assert st["CapEff"] == st["CapPrm"] == ["0000000000000000"], st
         assert os.readlink(f"/proc/{p.pid}/ns/user") == \
@@ -253,8 +257,8 @@ def test_low_port_refused_as_user(user):
     the guest's command runs (pasta's behaviour)."""
     uid, d, env = user
     ran = d / "ran"
-    r = run(as_user(uid, [FERRY, "ns", "-f", "--config-net", "-t", "80",
-                          "--", "touch", str(ran)]),
+    r = run(as_user(uid, [str(d / "ferry"), "ns", "-f", "--config-net",
+                          "-t", "80", "--", "touch", str(ran)]),
             check=False, env=env, timeout=60)
     assert r.returncode != 0, r.stdout + r.stderr
     assert "-t port 80: Permission denied" in r.stderr, r.stderr
@@ -314,7 +318,7 @@ def test_pasta_netns_as_unprivileged_user(user):
         pid = int(wait_for(ready, 60, "podman's sequence as the user"))
         assert (d / "guest.out").read_text().strip() == f"hello {HOST4}"
         st = status(pid)
-        assert Path(f"/proc/{pid}/exe").resolve() == Path(FERRY).resolve()
+        assert Path(f"/proc/{pid}/exe").resolve() == d / "ferry"
         # root of the user's namespace, the user's uid outside it
         assert st["Uid"] == [str(uid)] * 4, st
         assert os.readlink(f"/proc/{pid}/ns/user") != \
@@ -328,6 +332,6 @@ def test_pasta_netns_as_unprivileged_user(user):
             p.kill()
             p.wait()
         if pid and Path(f"/proc/{pid}").exists() and \
-                Path(f"/proc/{pid}/exe").resolve() == Path(FERRY).resolve():
+                Path(f"/proc/{pid}/exe").resolve() == d / "ferry":
             os.kill(pid, 9)
         srv.close()
