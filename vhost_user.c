@@ -280,8 +280,11 @@ static int map_region(int fd, uint64_t gpa, uint64_t size, uint64_t uva,
 		warn("vhost-user: memory region out of range");
 		return VU_R_FAIL;
 	}
+	/* A regular file (memfd, shm, hugetlbfs) must hold the region: a
+	 * mapping past its end maps, but touching it is SIGBUS. Devices
+	 * (DAX) have no size to check. */
 	if (fstat(fd, &st) ||
-	    (st.st_size > 0 && (uint64_t)st.st_size < off + size)) {
+	    (S_ISREG(st.st_mode) && (uint64_t)st.st_size < off + size)) {
 		warn("vhost-user: memory region beyond its file");
 		return VU_R_FAIL;
 	}

@@ -534,6 +534,7 @@ TEST(vu_mem_table_checks)
 		1, 0, G_GPA, G_SIZE, G_UVA, 0 };
 	uint64_t v = 0, pf = VU_PF_REPLY_ACK;
 	struct fe f;
+	int empty;
 
 	fe_start(&f);
 	fe_req(&f, VU_SET_PROTOCOL_FEATURES, V, &pf, 8, NULL, 0, NULL);
@@ -554,6 +555,14 @@ TEST(vu_mem_table_checks)
 	CHECK(v != 0);
 	CHECK_EQ(f.c->link.vu->mem.n, 0);
 	mt.gpa = G_GPA;
+	/* an empty file: mapping it "works", touching it is SIGBUS (the
+	 * rings of the next SET_VRING_ADDR): refused like a short one */
+	empty = memfd_create("empty", MFD_CLOEXEC);
+	CHECK_EQ(fe_req(&f, VU_SET_MEM_TABLE, ACK, &mt, sizeof(mt), &empty, 1,
+			&v), 8);
+	CHECK(v != 0);
+	CHECK_EQ(f.c->link.vu->mem.n, 0);
+	close(empty);
 	CHECK_EQ(fe_req(&f, VU_SET_MEM_TABLE, ACK, &mt, sizeof(mt), &f.memfd,
 			1, &v), 8);
 	CHECK_EQ(v, 0);
