@@ -81,7 +81,7 @@ static void daemonize(struct ctx *c)
 		pidfd = open(c->conf.pid_file,
 			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (pidfd < 0)
-			die("cannot write pid file %s: %s", c->conf.pid_file,
+			die("--pid: cannot write %s: %s", c->conf.pid_file,
 			    strerror(errno));
 	}
 	pid = fg ? getpid() : fork();
@@ -90,7 +90,7 @@ static void daemonize(struct ctx *c)
 	if (pid > 0 && pidfd >= 0 && write_pidfile(pidfd, pid)) {
 		if (!fg)
 			kill(pid, SIGKILL);
-		die("cannot write pid file %s", c->conf.pid_file);
+		die("--pid: cannot write %s", c->conf.pid_file);
 	}
 	if (fg)
 		return;

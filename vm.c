@@ -159,6 +159,12 @@ void vm_start(struct ctx *c)
 	if (c->conf.vhost_user)
 		vu_init(c);
 	if (c->conf.fd >= 0) {
+		struct stat st;
+
+		if (fstat(c->conf.fd, &st))
+			die("--fd: %d: %s", c->conf.fd, strerror(errno));
+		if (!S_ISSOCK(st.st_mode))
+			die("--fd: %d is not a socket", c->conf.fd);
 		attach_client(c, c->conf.fd);
 		c->conf.one_off = true;		/* nothing to wait for after */
 		return;

@@ -87,6 +87,30 @@ def test_bad_value_one_line_exit_1(args, parts):
     one_error_line(ferry(*args), *parts)
 
 
+def start_error_line(r, *parts):
+    """A start-up failure (a log line, not a parse error): exit 1, one
+    stderr line, naming what parts say."""
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    lines = r.stderr.strip("\n").split("\n")
+    assert len(lines) == 1, r.stderr
+    for p in parts:
+        assert p in lines[0], (p, lines[0])
+
+
+def test_start_errors_name_the_option(tmp_path):
+    """Values that parse but cannot be used at start-up: the error line
+    names the option too (-q: nothing else is printed)."""
+    start_error_line(ferry("vm", "-q", "-f", "--fd", "99"), "--fd", "99")
+    with open(tmp_path / "file", "w") as f:
+        r = subprocess.run([FERRY, "vm", "-q", "-f", "--fd", str(f.fileno())],
+                           capture_output=True, text=True, timeout=10,
+                           pass_fds=[f.fileno()])
+    start_error_line(r, "--fd", "not a socket")
+    r = ferry("vm", "-q", "-f", "-1", "-s", str(tmp_path / "s"), "--pid",
+              str(tmp_path / "no" / "such.pid"))
+    start_error_line(r, "--pid", "such.pid")
+
+
 def test_help_lists_every_option():
     opts = table_options()
     text = {}
