@@ -8,7 +8,8 @@
 #   make bench      performance comparison (see test/bench/)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, pasta/passt links, man page
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
-#                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan, fuzz_vu; run one with
+#                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan, fuzz_vu,
+#                   fuzz_vu_sock; run one with
 #                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
 #   make lint       cppcheck + clang-tidy (.clang-tidy); non-zero exit on any
 #                   finding (a few minutes: not part of make check)
@@ -83,7 +84,7 @@ FUZZFLAGS  := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
               -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DFERRY_TEST -I.
 FUZZ_LINK  := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJS  := $(patsubst %.c,build/fuzz/obj/%.o,$(LIBSRCS))
-FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink fuzz_scan fuzz_vu)
+FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink fuzz_scan fuzz_vu fuzz_vu_sock)
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -99,7 +100,12 @@ build/fuzz/fuzz_vu: build/fuzz/obj/test/fuzz/fuzz_vu.o build/fuzz/obj/test/fuzz/
 		build/fuzz/obj/test/unit/harness.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 
-build/fuzz/fuzz_stream: build/fuzz/obj/test/fuzz/fuzz_stream.o build/fuzz/obj/test/unit/harness.o $(FUZZ_OBJS)
+build/fuzz/fuzz_stream: build/fuzz/obj/test/fuzz/fuzz_stream.o build/fuzz/obj/test/fuzz/fuzz_lib.o \
+		build/fuzz/obj/test/unit/harness.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+build/fuzz/fuzz_vu_sock: build/fuzz/obj/test/fuzz/fuzz_vu_sock.o build/fuzz/obj/test/fuzz/fuzz_lib.o \
+		build/fuzz/obj/test/unit/harness.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 
 build/fuzz/fuzz_conf: build/fuzz/obj/test/fuzz/fuzz_conf.o $(FUZZ_OBJS)

@@ -82,4 +82,13 @@ bool fuzz_vu_ring(struct vu_dev *d, unsigned int q, uint16_t num,
  * checksum of frame f (len bytes) right, wherever its headers allow. */
 void fuzz_fix_csums(uint8_t *f, size_t len);
 
+/* fuzz_chunk_write() - write the chunk of data at *off to fd and step
+ * past it. A chunk is [n][n bytes]; n = 255: the rest of the input.
+ * Returns false when the input is used up. */
+bool fuzz_chunk_write(int fd, const uint8_t *data, size_t size, size_t *off);
+
+/* fuzz_drain() - read and discard what is queued on fd (what ferry sent
+ * to the peer end of a socketpair). */
+void fuzz_drain(int fd);
+
 #endif /* FERRY_FUZZ_H */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <net/if.h>
@@ -416,4 +417,26 @@ bool fuzz_vu_ring(struct vu_dev *d, unsigned int q, uint16_t num,
 	v->used_uva = desc + 2 * stride;
 	v->addr_set = v->started = v->enabled = true;
 	return virtq_map(v, &d->mem);
+}
+
+bool fuzz_chunk_write(int fd, const uint8_t *data, size_t size, size_t *off)
+{
+	size_t n;
+
+	if (*off >= size)
+		return false;
+	n = data[*off] == 255 ? size - *off - 1
+			      : MIN((size_t)data[*off], size - *off - 1);
+	if (n && write(fd, data + *off + 1, n) != (ssize_t)n)
+		abort();
+	*off += 1 + n;
+	return true;
+}
+
+void fuzz_drain(int fd)
+{
+	char buf[65536];
+
+	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
 }

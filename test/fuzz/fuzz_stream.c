@@ -15,20 +15,12 @@
 #include <sys/socket.h>
 
 #include "ferry.h"
+#include "fuzz.h"
 #include "log.h"
 #include "util.h"
 #include "test/unit/unit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* drain() - discard what ferry sent to the peer. */
-static void drain(int fd)
-{
-	char buf[65536];
-
-	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-		;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -44,16 +36,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	tap_attach(c, &link_stream_ops, sv[0]);
 	c->quit = false;
-	while (off < size && c->link.up && !c->quit) {
-		size_t n = data[off] == 255 ? size - off - 1
-					    : MIN((size_t)data[off], size - off - 1);
-
-		if (n && write(sv[1], data + off + 1, n) != (ssize_t)n)
-			abort();
-		off += 1 + n;
+	while (c->link.up && !c->quit &&
+	       fuzz_chunk_write(sv[1], data, size, &off)) {
 		tap_handler(c, EPOLLIN);
 		tap_flush(c);
-		drain(sv[1]);
+		fuzz_drain(sv[1]);
 	}
 	shutdown(sv[1], SHUT_WR);
 	if (c->link.up && !c->quit)

@@ -6,7 +6,7 @@ Usage: test/fuzz/gen_corpus.py [DIR]   (default: test/fuzz/corpus)
 One valid input of each kind per target (and a few deliberately broken
 ones), deterministic, so the committed corpus can be regenerated and
 diffed. Formats are described in test/fuzz/fuzz.h (frames), fuzz_stream.c,
-fuzz_conf.c, fuzz_fwd.c and fuzz_netlink.c. Addresses are the unit-test
+fuzz_conf.c, fuzz_fwd.c, fuzz_netlink.c and fuzz_vu_sock.c. Addresses are the unit-test
 harness's documentation addresses: guest 198.51.100.2 / 2001:db8::2,
 gateway 198.51.100.1 / fe80::1.
 
@@ -336,12 +336,37 @@ def scan():
     return {"tcp": b"\0" + tcp.encode(), "udp6": b"\1" + udp6.encode()}
 
 
+def vu_sock():
+    """fuzz_vu_sock: vhost-user messages (header: request, flags, size,
+    host order) in chunks [n][n bytes] written between handler runs."""
+    def msg(req, flags=1, payload=b"", size=None):
+        return struct.pack("<III", req, flags,
+                           len(payload) if size is None else size) + payload
+    ack = 1 | 8
+    setup = (msg(1) + msg(15) + msg(16, payload=struct.pack("<Q", 9)) +
+             msg(3) + msg(17) +
+             msg(2, ack, struct.pack("<Q", (1 << 32) | (1 << 30))) +
+             msg(8, ack, struct.pack("<II", 0, 256)) +
+             msg(10, ack, struct.pack("<II", 1, 0)) +
+             msg(11, payload=struct.pack("<II", 0, 0)) +
+             msg(18, ack, struct.pack("<II", 1, 1)))
+    return {
+        "setup": bytes([255]) + setup,
+        "split": b"".join(bytes([len(setup[i:i + 5])]) + setup[i:i + 5]
+                          for i in range(0, len(setup), 5)),
+        "too_big": bytes([12]) + msg(5, size=4097),
+        "eof_mid_payload": bytes([14]) + msg(2, payload=b"\0" * 8)[:14],
+        "unknown_ack": bytes([12]) + msg(99, ack),
+    }
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "corpus")
     for target, seeds in (("frame", frames()), ("stream", stream()),
                           ("conf", conf()), ("fwd", fwd()),
-                          ("netlink", netlink()), ("scan", scan())):
+                          ("netlink", netlink()), ("scan", scan()),
+                          ("vu_sock", vu_sock())):
         d = os.path.join(top, target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

@@ -1,15 +1,16 @@
 #!/bin/bash
 # run.sh - run one libFuzzer target for a while: test/fuzz/run.sh TARGET [SECONDS]
 #
-# TARGET is frame, stream, conf, fwd, netlink or scan (build/fuzz/fuzz_TARGET,
-# built by "make fuzz"). New interesting inputs go to a working corpus in
-# build/fuzz/corpus/TARGET (seeded from test/fuzz/corpus/TARGET, which
-# stays small and committed); crashes to build/fuzz/artifacts/TARGET/.
+# TARGET is frame, stream, conf, fwd, netlink, scan, vu or vu_sock
+# (build/fuzz/fuzz_TARGET, built by "make fuzz"). New interesting inputs
+# go to a working corpus in build/fuzz/corpus/TARGET (seeded from
+# test/fuzz/corpus/TARGET, which stays small and committed); crashes to
+# build/fuzz/artifacts/TARGET/.
 # One job, one process: the machine is shared. Extra arguments after
 # SECONDS go to libFuzzer (e.g. -max_len=2048).
 set -eu
 cd "$(dirname "$0")/../.."
-t=${1:?usage: run.sh frame|stream|conf|fwd|netlink|scan [SECONDS] [libFuzzer args]}
+t=${1:?usage: run.sh frame|stream|conf|fwd|netlink|scan|vu|vu_sock [SECONDS] [libFuzzer args]}
 secs=${2:-180}
 shift $(( $# >= 2 ? 2 : 1 ))
 bin=build/fuzz/fuzz_$t
