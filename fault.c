@@ -18,6 +18,11 @@
  * Decisions come from a splitmix64 generator seeded by seed=N (default
  * 1): the sequence of decisions is the same in every run, though which
  * frame meets which decision depends on how frames fall into batches.
+ * With -d each drop, hold and release is logged with the frame's TCP
+ * header fields and the --pcap clock's time, and so is each SYN let
+ * through (fault_log()): a test or a person can then tell a pause the
+ * injector caused (the same segment dropped or held again and again)
+ * from one ferry caused (test_tcp_faults.py reads these lines).
  *
  * Compiled only into the test build (-DFERRY_TEST): the release binary
  * has no such code and refuses the option.
@@ -29,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fault.h"
 #include "ferry.h"
@@ -158,6 +164,52 @@ bool fault_roll(struct fault_state *fs, unsigned int permille)
 	return z % 1000 < permille;
 }
 
+/* fault_log() - with -d, one line per injected drop ("drop"): the
+ * direction, and for a TCP segment its ports, sequence number, payload
+ * length, ACK and flags, other frames by their EtherType; and one per
+ * TCP SYN let through ("pass", syn true: only those are logged then),
+ * whose sequence number makes a later drop's relative to its stream.
+ * So a capture's or a receiver's gaps can be matched to the injector's
+ * decisions; "hold" and "release" for a frame held back (reordered)
+ * and delivered later. A TCP line carries the wall-clock time --pcap
+ * stamps records with. Reads only within the len bytes. */
+static void fault_log(enum fault_dir d, const char *verb, bool syn,
+		      const uint8_t *f, size_t len)
+{
+	const char *dir = d == FAULT_TO_GUEST ? "to" : "from";
+	size_t l3 = ETH_HLEN_, l4, end;
+	unsigned int type = len >= ETH_HLEN_ ? rd16(f + 12) : 0;
+	struct timespec ts;
+
+	if (type == 0x0800 && len >= l3 + 20 && f[l3 + 9] == 6) {
+		l4 = l3 + (size_t)(f[l3] & 0xf) * 4;
+		end = l3 + rd16(f + l3 + 2);
+	} else if (type == 0x86dd && len >= l3 + 40 && f[l3 + 6] == 6) {
+		l4 = l3 + 40;
+		end = l4 + rd16(f + l3 + 4);
+	} else {
+		if (!syn)
+			debug("fault: %s %s guest: ethertype 0x%04x len %zu",
+			      verb, dir, type, len);
+		return;
+	}
+	if (end > len || l4 + 20 > end ||
+	    l4 + (size_t)(f[l4 + 12] >> 4) * 4 > end) {
+		if (!syn)
+			debug("fault: %s %s guest: short TCP frame len %zu",
+			      verb, dir, len);
+		return;
+	}
+	if (syn && !(f[l4 + 13] & TCP_F_SYN))
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);	/* the clock of --pcap */
+	debug("fault: %s %s guest at %lld.%06ld: tcp %u>%u seq %u len %zu ack "
+	      "%u flags 0x%02x", verb, dir, (long long)ts.tv_sec,
+	      ts.tv_nsec / 1000, rd16(f + l4), rd16(f + l4 + 2),
+	      rd32(f + l4 + 4), end - l4 - (size_t)(f[l4 + 12] >> 4) * 4,
+	      rd32(f + l4 + 8), f[l4 + 13]);
+}
+
 /* Where a frame of a batch lies: offset into the batch buffer, length. */
 struct fault_ent {
 	uint32_t off, len;
@@ -178,18 +230,26 @@ static unsigned int fault_list(struct ctx *c, enum fault_dir d,
 	const struct fault_rates *r = &c->conf.fault.r[d];
 	struct fault_state *fs = &c->fault;
 	struct fault_ent out[TX_FRAMES_MAX + RX_FRAMES_MAX];
+	bool log_on = log_get_level() >= LOG_LVL_DEBUG;
 	unsigned int i, k = 0;
 
 	for (i = 0; i < n; i++) {
+		const uint8_t *f = base + e[i].off + pfx;
+
 		if (fault_roll(fs, r->drop)) {
+			if (log_on)
+				fault_log(d, "drop", false, f, e[i].len);
 			drop(c, DROP_FAULT_INJECTED);
 			fs->dropped[d]++;
 			continue;
 		}
+		if (log_on)
+			fault_log(d, "pass", true, f, e[i].len);
 		if (!fs->held_len[d] && e[i].len <= FRAME_MAX &&
 		    fault_roll(fs, r->reorder)) {
-			memcpy(fs->hold[d], base + e[i].off + pfx - keep,
-			       keep + e[i].len);
+			if (log_on)
+				fault_log(d, "hold", false, f, e[i].len);
+			memcpy(fs->hold[d], f - keep, keep + e[i].len);
 			fs->held_len[d] = e[i].len;
 			fs->reordered[d]++;
 			continue;
@@ -228,6 +288,9 @@ void fault_rx(struct ctx *c)
 	if (held && rx->n < RX_FRAMES_MAX && pos + keep + held <= RX_BUF_SIZE) {
 		memcpy(rx->buf + pos, fs->hold[FAULT_FROM_GUEST], keep + held);
 		pos += keep;
+		if (log_get_level() >= LOG_LVL_DEBUG)
+			fault_log(FAULT_FROM_GUEST, "release", false,
+				  rx->buf + pos, held);
 		fs->held_len[FAULT_FROM_GUEST] = 0;
 	} else {
 		held = 0;
@@ -262,6 +325,9 @@ void fault_tx(struct ctx *c)
 	}
 	if (held && tx->n < TX_FRAMES_MAX && at + pfx + held <= TX_BUF_SIZE) {
 		memcpy(tx->buf + at, fs->hold[FAULT_TO_GUEST], pfx + held);
+		if (log_get_level() >= LOG_LVL_DEBUG)
+			fault_log(FAULT_TO_GUEST, "release", false,
+				  tx->buf + at + pfx, held);
 		fs->held_len[FAULT_TO_GUEST] = 0;
 		tx->used = at + pfx + held;
 	} else {
