@@ -418,15 +418,15 @@ static int tcp_sock_connect(const struct ctx *c, const union inany *dst,
 	bool v4 = inany_is4(dst);
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in a4 = { .sin_family = AF_INET };
-	int s, e, r = 0, one = 1;
+	int s, e, r = 0;
 
 	s = socket(v4 ? AF_INET : AF_INET6,
 		   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (s < 0)
 		return -errno;
-	/* SO_KEEPALIVE only once the connection lived TCP_KA_ARM_MS
-	 * (tcp_timer()): a short one never needs it. */
-	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* No options yet: TCP_NODELAY before the second write
+	 * (tcp_nodelay_lazy()), SO_KEEPALIVE once the connection lived
+	 * TCP_KA_ARM_MS (tcp_timer()): a short one needs neither. */
 	if (v4 && !in4_is_unspec(&c->conf.ip4.outbound)) {
 		a4.sin_addr = c->conf.ip4.outbound;
 		r = bind(s, (struct sockaddr *)&a4, sizeof(a4));
@@ -594,14 +594,13 @@ static void tcp_connected(struct ctx *c, struct flow *fl)
 void tcp_established(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	int zero = 0;
 
+	(void)c;
 	conn->state = TCP_CS_ESTABLISHED;
 	conn->retries = 0;
 	conn->timer_ms = 0;
-	if (c->tcp.peek_off && !(conn->flags & TCP_C_PEEK_OFF))
-		setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &zero,
-			   sizeof(zero));
+	/* No SO_PEEK_OFF yet: tcp_tx.c turns it on once a read has more
+	 * than a few bytes to skip (tcp_peek_skip()). */
 	conn->flags |= TCP_C_TX_NOW;
 }
 
@@ -702,6 +701,27 @@ static size_t tcp_pend_iov(struct ctx *c, struct flow *fl, struct iovec *iov,
 	return n;
 }
 
+/* tcp_nodelay_lazy() - before a write to the socket: TCP_NODELAY from
+ * the second write on. Nagle's algorithm (with Minshall's refinement,
+ * tcp_nagle_check()) holds back a short segment only while an earlier
+ * short one is unacknowledged, so a connection's first write goes out
+ * whole either way; an HTTP request on a new connection (Connection:
+ * close: the only write) then costs no setsockopt. */
+static void tcp_nodelay_lazy(struct tcp_conn *conn)
+{
+	int one = 1;
+
+	if (conn->sockopt & TCP_SO_NODELAY)
+		return;
+	if (!(conn->sockopt & TCP_SO_WRITTEN)) {
+		conn->sockopt |= TCP_SO_WRITTEN;
+		return;
+	}
+	if (!setsockopt(conn->sock, IPPROTO_TCP, TCP_NODELAY, &one,
+			sizeof(one)))
+		conn->sockopt |= TCP_SO_NODELAY;
+}
+
 /* tcp_flush_pending() - write the batch's in-order guest payload, and
  * the queued out-of-order bytes it connects to, with one sendmsg() (more
  * only for a run longer than TCP_IOV_MAX pieces); acknowledge only what
@@ -715,6 +735,7 @@ static void tcp_flush_pending(struct ctx *c, struct flow *fl)
 	ssize_t w;
 
 	while ((mh.msg_iovlen = tcp_pend_iov(c, fl, iov, &total))) {
+		tcp_nodelay_lazy(conn);
 		w = sendmsg(conn->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0)
 			w = 0;	/* EAGAIN, or an error EPOLLERR reports */

@@ -73,8 +73,18 @@ enum tcp_cstate {
 #define TCP_C_CLAMP_OFF		0x0800	/* no TCP_WINDOW_CLAMP on this socket */
 #define TCP_C_FWD		0x1000	/* host-initiated (port forwarding) */
 #define TCP_C_WANT_OUT		0x2000	/* EPOLLOUT: tell the guest when it drains */
-#define TCP_C_PEEK_OFF		0x4000	/* SO_PEEK_OFF 0 already (-t listener) */
+#define TCP_C_PEEK_OFF		0x4000	/* the kernel's peek offset is on (set
+					 * when skips grow, tcp_tx.c, or from a
+					 * -t listener) */
 #define TCP_C_SACK		0x8000	/* guest agreed to SACK (RFC 2018) */
+
+/* Socket options set only once they matter (tcp_conn.sockopt): a
+ * Connection: close exchange never needs them, and each is a system call
+ * per connection (doc/bench.md, "Connection rate"). */
+#define TCP_SO_NODELAY		0x01	/* TCP_NODELAY on (set, or from a
+					 * -t listener) */
+#define TCP_SO_WRITTEN		0x02	/* a write went to the socket: the
+					 * next one needs TCP_NODELAY */
 
 #define TCP_PEND_NONE	UINT16_MAX
 
@@ -90,6 +100,7 @@ struct tcp_conn {
 	uint8_t dup_acks;		/* duplicate ACKs from the guest */
 	uint8_t ooo;			/* out-of-order queue slot + 1, 0: none
 					 * (tcp_ooo.c) */
+	uint8_t sockopt;		/* TCP_SO_*: lazily set options */
 	uint16_t mss_to_guest;		/* payload bytes per segment to guest */
 	uint16_t mss_host;		/* TCP_MAXSEG of the socket */
 

@@ -481,6 +481,7 @@ static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
 	conn->pend_head = conn->pend_tail = TCP_PEND_NONE;
 	conn->state = TCP_CS_SYN_TO_GUEST;
 	conn->flags = TCP_C_FWD | (peek_off ? TCP_C_PEEK_OFF : 0);
+	conn->sockopt = TCP_SO_NODELAY;		/* from the listener */
 	conn->ws_to_guest = TCP_WS_TO_GUEST;
 	conn->wnd_to_guest = 65535;	/* SYN windows are never scaled */
 	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, &k);

@@ -15,7 +15,11 @@
  * supports it on recent kernels, probed at start-up) the kernel keeps a
  * peek offset that advances with every peek and moves back when acked
  * bytes are dropped. Without it, the first iovecs of every read point at
- * a write-only scratch buffer covering the bytes already in flight.
+ * a write-only scratch buffer covering the bytes already in flight. A
+ * connection turns SO_PEEK_OFF on only when a read would skip more than
+ * TCP_PEEK_COPY_MAX bytes (tcp_peek_skip()): until then the scratch
+ * buffer does it, so a short exchange (an HTTP reply, then the peek that
+ * finds the peer's EOF behind it) pays no setsockopt.
  *
  * Offloads (a tap with virtio-net headers, tap_dev.c): when the link has
  * TSO, each frame carries up to 64 KiB of payload whatever the guest's
@@ -94,6 +98,8 @@
 #define CLAMP_FLOOR_MIN	(64u << 10)
 #define TCP_READ_GUESS	(64u << 10)	/* first read after a drained one */
 #define CLAMP_OPEN	(1u << 30)	/* "no clamp" after a fallback */
+#define TCP_PEEK_COPY_MAX	2048	/* bytes a peek skips by copying them
+					 * before SO_PEEK_OFF is worth it */
 /* tcpi_rcv_wnd (Linux 6.2+) follows tcpi_snd_wnd at offset 228 of the
  * uapi struct tcp_info; libc's copy of the struct ends before both. */
 #define TCPI_RCV_WND_OFF	232
@@ -485,7 +491,7 @@ void tcp_rewind(struct ctx *c, struct flow *fl)
 	conn->sock_sent = false;
 	if (!(conn->flags & TCP_C_FIN_ACKED))
 		conn->flags &= (uint16_t)~TCP_C_FIN_SENT;
-	if (c->tcp.peek_off)
+	if (conn->flags & TCP_C_PEEK_OFF)	/* else no offset to reset */
 		setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &zero,
 			   sizeof(zero));
 	conn->dup_acks = 3;	/* ignore further dup ACKs until progress */
@@ -566,6 +572,28 @@ static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
 	}
 }
 
+/* tcp_peek_skip() - how a read skips the skip bytes before the next
+ * unsent one (acknowledged but not consumed, and in flight): 0 where the
+ * kernel's peek offset does it (TCP_C_PEEK_OFF); else by copying them
+ * to the scratch buffer (returns skip) while they are few, or when the
+ * kernel has no SO_PEEK_OFF; else SO_PEEK_OFF is turned on here, at the
+ * offset of the next unsent byte, and stays on (returns 0). */
+static size_t tcp_peek_skip(struct ctx *c, struct flow *fl, size_t skip)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	int off = (int)skip;
+
+	if (conn->flags & TCP_C_PEEK_OFF)
+		return 0;
+	if (!c->tcp.peek_off || skip <= TCP_PEEK_COPY_MAX ||
+	    skip > INT32_MAX ||
+	    setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof(off)))
+		return skip;
+	conn->flags |= TCP_C_PEEK_OFF;
+	conn->peek_behind = false;	/* the offset is set from seq_to_guest */
+	return 0;
+}
+
 /* tcp_sendable() - bytes we may send now: unsent bytes in the socket
  * within the guest's window (and the peek fallback's reach). Sets or
  * clears STALLED; sends our FIN once the peer's EOF is reached. *avail
@@ -585,10 +613,13 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 	int inq = 0;
 
 	if (inflight < wnd && conn->read_drained && c->tcp.peek_off) {
-		conn->flags &= (uint16_t)~TCP_C_STALLED;
-		*skip = 0;
-		*avail = SIZE_MAX;
-		return MIN((size_t)(wnd - inflight), (size_t)TCP_READ_GUESS);
+		*skip = tcp_peek_skip(c, fl, (size_t)conn->consume + inflight);
+		if (*skip <= reach - TCP_READ_GUESS) {
+			conn->flags &= (uint16_t)~TCP_C_STALLED;
+			*avail = SIZE_MAX;
+			return MIN((size_t)(wnd - inflight),
+				   (size_t)TCP_READ_GUESS);
+		}
 	}
 	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
 		return 0;
@@ -611,9 +642,8 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 	}
 	*avail = (size_t)inq - *skip;
 	n = MIN(*avail, (size_t)(wnd - inflight));
-	if (c->tcp.peek_off)
-		*skip = 0;
-	else if (*skip + n > reach)
+	*skip = tcp_peek_skip(c, fl, *skip);
+	if (*skip + n > reach)
 		n = *skip < reach ? reach - *skip : 0;
 	return n;
 }

@@ -534,6 +534,106 @@ TEST(tcp_conn_clamp_first_read_not_after_eof)
 	tconn_close(&g, -1);
 }
 
+/* TCP_NODELAY is set before a connection's second write, not at its
+ * socket's creation: the first write goes out whole without it (Nagle
+ * holds a short segment only behind an unacknowledged short one), so an
+ * HTTP Connection: close request costs no setsockopt. The second write
+ * reaches the peer at once. */
+TEST(tcp_conn_nodelay_from_second_write)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40046 };
+	int a, v = -1;
+	socklen_t sl = sizeof(v);
+	struct tcp_conn *conn;
+	char buf[16];
+
+	a = tconn_open(&g, false, NULL);
+	CHECK(a >= 0);
+	CHECK((conn = only_conn(c)) != NULL);
+	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_NODELAY, &v, &sl));
+	CHECK_EQ(v, 0);
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "GET", 3, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 3);
+	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_NODELAY, &v, &sl));
+	CHECK_EQ(v, 0);				/* one write: not needed */
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "MORE", 4, NULL, 0);
+	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_NODELAY, &v, &sl));
+	CHECK_EQ(v, 1);				/* set before the second */
+	CHECK_EQ(recv(a, buf, sizeof(buf), MSG_DONTWAIT), 4);
+	CHECK(!memcmp(buf, "MORE", 4));
+	tconn_close(&g, a);
+}
+
+/* SO_PEEK_OFF is turned on only when a read has more than
+ * TCP_PEEK_COPY_MAX bytes to skip: a reply and the read behind it (the
+ * peer's EOF in HTTP Connection: close) skip the few bytes in flight by
+ * copying them; a larger skip turns the kernel's offset on at the next
+ * unsent byte, and every byte still reaches the guest once, in order. */
+TEST(tcp_conn_peek_off_lazy)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40048 };
+	int a, v = 0;
+	socklen_t sl = sizeof(v);
+	static char big[3000];
+	struct tcp_conn *conn;
+	uint32_t got = 0;
+	char buf[16];
+	struct pkt p;
+	size_t i;
+
+	a = tconn_open(&g, false, NULL);
+	CHECK(a >= 0);
+	CHECK((conn = only_conn(c)) != NULL);
+	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "GET", 3, NULL, 0);
+	CHECK_EQ(recv(a, buf, sizeof(buf), 0), 3);
+	CHECK_EQ(send(a, "200 OK", 6, 0), 6);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.payload_len, 6);
+	CHECK(!(conn->flags & TCP_C_PEEK_OFF));
+	CHECK(!getsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &v, &sl));
+	CHECK_EQ(v, -1);			/* never set */
+	/* not acknowledged: the next read skips 6 bytes by copying */
+	memset(big, 'b', sizeof(big));
+	test_tx_reset(c);
+	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	pump(c, 2000, 1);
+	for (i = 0; i < test_tx_n(c); i++) {
+		CHECK(seg_at(c, i, &p));
+		CHECK_EQ(p.tcp.seq, g.ack + 6 + got);
+		CHECK(p.payload_len && !memcmp(p.payload, big, p.payload_len));
+		got += (uint32_t)p.payload_len;
+	}
+	CHECK_EQ(got, sizeof(big));
+	CHECK(!(conn->flags & TCP_C_PEEK_OFF));
+	/* 3006 bytes in flight: the next read turns the offset on */
+	test_tx_reset(c);
+	CHECK_EQ(send(a, "tail", 4, 0), 4);
+	pump(c, 2000, 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.seq, g.ack + 6 + sizeof(big));
+	CHECK_EQ(p.payload_len, 4);
+	CHECK(!memcmp(p.payload, "tail", 4));
+	CHECK(conn->flags & TCP_C_PEEK_OFF);
+	CHECK(!getsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &v, &sl));
+	CHECK_EQ(v, (int)(6 + sizeof(big) + 4));
+	/* all acknowledged, the host closes: FIN, and the connection ends */
+	g.ack += 6 + sizeof(big) + 4;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	test_tx_reset(c);
+	close(a);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_FIN);
+	g.ack += 1;
+	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	tconn_close(&g, -1);
+}
+
 /* The stuck-window detector (tcp_tx.c tcp_stuck_check()): a second after
  * a zero window, an empty socket that still advertises a window is left
  * alone; one whose tcpi_rcv_wnd reads zero (no kernel here does that, so
