@@ -390,6 +390,16 @@ void tcp_clamp_refresh(struct ctx *c, struct flow *fl)
 	    (conn->flags & (TCP_C_CLAMP_OFF | TCP_C_SOCK_EOF)) ||
 	    (conn->clamp && conn->clamp_wnd == conn->wnd_from_guest))
 		return;		/* nothing to do, or no clamp after EOF */
+	/* A new connection that received nothing yet (its socket counts as
+	 * sent, tcp_conn_open()): the queue is taken as empty, no SIOCINQ.
+	 * Bytes that did arrive are read at their EPOLLIN, which re-applies
+	 * the clamp; until then it is at most their count too large, as it
+	 * is after any shrink by less than a quarter of the slack. */
+	if (conn->sock_sent && !conn->consume &&
+	    seq_eq(conn->seq_to_guest, seq_add(conn->isn_to_guest, 1))) {
+		tcp_clamp_apply(c, fl, 0, false);
+		return;
+	}
 	tcp_clamp_update(c, fl, false);
 }
 

@@ -305,6 +305,39 @@ TEST(tcp_conn_peer_fin_with_connect)
 	tcp_test_free(c);
 }
 
+/* A server-first peer (a banner) sends before the guest's ACK completes
+ * the handshake: the data is read when it does, although a new
+ * connection's socket counts as empty (no read on the ACK otherwise). */
+TEST(tcp_conn_banner_before_ack)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40045 };
+	int ls = listener(false, &g.dport), a;
+	struct pkt p;
+
+	g.seq = 1;
+	now_mono(&c->now);		/* the loop's time for the SYN-ACK */
+	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
+	a = accept(ls, NULL, NULL);	/* loopback: connected at once */
+	CHECK(a >= 0);
+	CHECK_EQ(send(a, "220 hi", 6, 0), 6);
+	pump(c, 100, 2);	/* the SYN-ACK went in the SYN's round: events */
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	g.ack = p.tcp.seq + 1;
+	test_tx_reset(c);
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	pump(c, 200, 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.seq, g.ack);
+	CHECK_EQ(p.payload_len, 6);
+	CHECK(!memcmp(p.payload, "220 hi", 6));
+	close(a);
+	close(ls);
+	tcp_test_free(c);
+}
+
 /* Loopback: connect() completes the handshake with a listening peer
  * before it returns, so the SYN-ACK goes to the guest in the SYN's own
  * round (no epoll_wait() for EPOLLOUT first); the EPOLLOUT reported later
@@ -491,11 +524,10 @@ static void zero_then_drain(struct tguest *g, int a)
 	CHECK_EQ(sock_inq(only_conn(g->c)->sock), 0);
 }
 
-/* A new connection's first request and reply: the window clamp is set by
- * the read that takes the reply (no SIOCINQ and clamp at the end of the
- * request's batch before it); after the peer's FIN (HTTP Connection:
- * close) the read that finds the EOF sets no clamp: nothing more can
- * arrive. */
+/* A new connection's first request and reply: the window clamp is set in
+ * the request's batch and the socket has it; after the peer's FIN (HTTP
+ * Connection: close) the read that finds the EOF sets no clamp: nothing
+ * more can arrive. */
 TEST(tcp_conn_clamp_first_read_not_after_eof)
 {
 	struct ctx *c = tcp_test_ctx();
@@ -516,7 +548,7 @@ TEST(tcp_conn_clamp_first_read_not_after_eof)
 	pump(c, 2000, 1);
 	CHECK(seg_at(c, 0, &p));
 	CHECK_EQ(p.payload_len, 6);
-	CHECK(conn->clamp != 0);		/* set by that read */
+	CHECK(conn->clamp != 0);
 	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &v, &sl));
 	CHECK_EQ((uint32_t)v, conn->clamp);
 	sets = c->tcp.st.clamp_sets;
@@ -632,6 +664,44 @@ TEST(tcp_conn_peek_off_lazy)
 	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
 	tconn_close(&g, -1);
+}
+
+/* A new connection's socket counts as empty until an event says
+ * otherwise: the batch of the guest's ACK that completes the handshake
+ * reads nothing (no SIOCINQ; the clamp takes the queue as empty), even
+ * when the peer's first bytes are there already, not yet reported; their
+ * EPOLLIN brings the read, whole and in order. */
+TEST(tcp_conn_first_batch_reads_nothing)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40047 };
+	int ls = listener(false, &g.dport), a;
+	struct tcp_conn *conn;
+	struct pkt p;
+
+	g.seq = 1;
+	now_mono(&c->now);		/* the loop's time for the SYN-ACK */
+	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 1);	/* loopback: in the SYN's round */
+	CHECK(seg_at(c, 0, &p));
+	g.ack = p.tcp.seq + 1;
+	CHECK((conn = only_conn(c)) != NULL);
+	a = accept(ls, NULL, NULL);
+	CHECK(a >= 0);
+	CHECK_EQ(send(a, "220 hi", 6, 0), 6);	/* no event read yet */
+	test_tx_reset(c);
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	CHECK_EQ(test_tx_n(c), 0);		/* not read in that batch */
+	CHECK(conn->clamp != 0);
+	pump(c, 2000, 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.seq, g.ack);
+	CHECK_EQ(p.payload_len, 6);
+	CHECK(!memcmp(p.payload, "220 hi", 6));
+	close(a);
+	close(ls);
+	tcp_test_free(c);
 }
 
 /* The stuck-window detector (tcp_tx.c tcp_stuck_check()): a second after
