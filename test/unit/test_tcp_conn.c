@@ -305,6 +305,23 @@ TEST(tcp_conn_peer_fin_with_connect)
 	tcp_test_free(c);
 }
 
+/* syn_now() - the guest's SYN to ls's port, whose SYN-ACK goes out in
+ * the SYN's own round (loopback); g->ack follows it. Returns the host's
+ * accepted socket, -1 if a step failed. */
+static int syn_now(struct tguest *g, int ls)
+{
+	struct pkt p;
+
+	g->seq = 1;
+	now_mono(&g->c->now);		/* the loop's time for the SYN-ACK */
+	guest_send(g, TCP_F_SYN, NULL, 0, NULL, 0);
+	if (test_tx_n(g->c) != 1 || !seg_at(g->c, 0, &p) ||
+	    p.tcp.flags != (TCP_F_SYN | TCP_F_ACK))
+		return -1;
+	g->ack = p.tcp.seq + 1;
+	return accept(ls, NULL, NULL);
+}
+
 /* A server-first peer (a banner) sends before the guest's ACK completes
  * the handshake: the data is read when it does, although a new
  * connection's socket counts as empty (no read on the ACK otherwise). */
@@ -315,16 +332,11 @@ TEST(tcp_conn_banner_before_ack)
 	int ls = listener(false, &g.dport), a;
 	struct pkt p;
 
-	g.seq = 1;
-	now_mono(&c->now);		/* the loop's time for the SYN-ACK */
-	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
-	a = accept(ls, NULL, NULL);	/* loopback: connected at once */
+	a = syn_now(&g, ls);
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, "220 hi", 6, 0), 6);
-	pump(c, 100, 2);	/* the SYN-ACK went in the SYN's round: events */
+	pump(c, 100, 2);		/* its event, before the ACK */
 	CHECK_EQ(test_tx_n(c), 1);
-	CHECK(seg_at(c, 0, &p));
-	g.ack = p.tcp.seq + 1;
 	test_tx_reset(c);
 	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
 	pump(c, 200, 1);
@@ -652,18 +664,7 @@ TEST(tcp_conn_peek_off_lazy)
 	CHECK(conn->flags & TCP_C_PEEK_OFF);
 	CHECK(!getsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &v, &sl));
 	CHECK_EQ(v, (int)(6 + sizeof(big) + 4));
-	/* all acknowledged, the host closes: FIN, and the connection ends */
-	g.ack += 6 + sizeof(big) + 4;
-	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
-	test_tx_reset(c);
-	close(a);
-	pump(c, 2000, 1);
-	CHECK(seg_at(c, 0, &p));
-	CHECK(p.tcp.flags & TCP_F_FIN);
-	g.ack += 1;
-	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
-	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
-	tconn_close(&g, -1);
+	tconn_close(&g, a);
 }
 
 /* A new connection's socket counts as empty until an event says
@@ -679,15 +680,9 @@ TEST(tcp_conn_first_batch_reads_nothing)
 	struct tcp_conn *conn;
 	struct pkt p;
 
-	g.seq = 1;
-	now_mono(&c->now);		/* the loop's time for the SYN-ACK */
-	guest_send(&g, TCP_F_SYN, NULL, 0, NULL, 0);
-	CHECK_EQ(test_tx_n(c), 1);	/* loopback: in the SYN's round */
-	CHECK(seg_at(c, 0, &p));
-	g.ack = p.tcp.seq + 1;
-	CHECK((conn = only_conn(c)) != NULL);
-	a = accept(ls, NULL, NULL);
+	a = syn_now(&g, ls);
 	CHECK(a >= 0);
+	CHECK((conn = only_conn(c)) != NULL);
 	CHECK_EQ(send(a, "220 hi", 6, 0), 6);	/* no event read yet */
 	test_tx_reset(c);
 	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
