@@ -258,7 +258,9 @@ def test_tcp_lossy_upload_mtu1500_dup(ferry_ns, tmp_path):
     f.stop()  # the statistics at exit, the capture complete
     log = f.logpath.read_text(errors="replace")
     drops = ferry_drops(log)
-    assert set(drops) <= {"FAULT_INJECTED", "MCAST_BCAST"}, drops
+    # NO_FLOW: a duplicate or a held frame of the guest's that the
+    # injector delivers after the connection closed (seen once in 150).
+    assert set(drops) <= {"FAULT_INJECTED", "MCAST_BCAST", "NO_FLOW"}, drops
     assert drops.get("FAULT_INJECTED", 0) > 0, drops
     port = int(re.search(r"fault: pass from guest at [0-9.]+: tcp \d+>(\d+) "
                          r"seq \d+ len 0 ack \d+ flags 0x02",
