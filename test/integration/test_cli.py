@@ -106,6 +106,14 @@ def test_start_errors_name_the_option(tmp_path):
                            capture_output=True, text=True, timeout=10,
                            pass_fds=[f.fileno()])
     start_error_line(r, "--fd", "not a socket")
+    # namespace mode creates its own tap: an inherited fd there was once
+    # accepted and ignored; pasta's -F now fails naming the option
+    for argv in (["ns", "-f", "-F", "3"], ["ns", "--fd", "3"]):
+        r = ferry(*argv)
+        assert r.returncode == 1, (argv, r.stderr)
+        one_error_line(r)
+        assert "-F" in r.stderr or "--fd" in r.stderr, r.stderr
+        assert "only valid in vm (passt) mode" in r.stderr, r.stderr
     r = ferry("vm", "-q", "-f", "-1", "-s", str(tmp_path / "s"), "--pid",
               str(tmp_path / "no" / "such.pid"))
     start_error_line(r, "--pid", "such.pid")

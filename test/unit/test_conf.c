@@ -574,7 +574,7 @@ TEST(conf_usage_lists_everything)
 {
 	static const char *const both[] = { "debug", "trace", "quiet",
 		"foreground", "stderr", "log-file", "log-size", "version",
-		"help", "fd", "pcap", "pid", "mtu", "address", "netmask",
+		"help", "pcap", "pid", "mtu", "address", "netmask",
 		"mac-addr", "gateway", "interface", "outbound", "outbound-if4",
 		"outbound-if6", "dns", "dns-forward", "dns-host", "search",
 		"no-dhcp-dns", "no-dhcp-search", "dhcp-dns", "dhcp-search",
@@ -582,7 +582,7 @@ TEST(conf_usage_lists_everything)
 		"no-ndp", "no-dhcpv6", "no-ra", "no-map-gw", "freebind",
 		"map-host-loopback", "map-guest-addr", "ipv4-only", "ipv6-only",
 		"tcp-ports", "udp-ports", "runas" };
-	static const char *const vm[] = { "socket", "socket-path", "one-off",
+	static const char *const vm[] = { "fd", "socket", "socket-path", "one-off",
 		"vhost-user", "print-capabilities", "repair-path",
 		"migrate-exit", "migrate-no-linger" };
 	static const char *const ns[] = { "ns-ifname", "tcp-ns", "udp-ns",
