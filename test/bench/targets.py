@@ -116,11 +116,17 @@ def _vs_veth(r):
     return (f"{name} {_fmt(f, r['unit'])} vs {_fmt(v, r['unit'])}").strip()
 
 
+def _is_vm(row):
+    """A VM-mode row: measured against passt, not against veth and the
+    namespace peers (every row lists its tools, so that list cannot tell)."""
+    return row["kind"] == "vm"
+
+
 def _peer_line(rows):
     """Ahead of the peers on every row they were measured on."""
     behind, level, ahead = [], [], 0
     for r in rows:
-        if r.get("tools"):
+        if _is_vm(r):
             continue
         q = _peer_ratio(r)
         if q is None:
@@ -143,7 +149,7 @@ def _peer_line(rows):
 
 
 def _vm_line(rows):
-    vm = [r for r in rows if r.get("tools")]
+    vm = [r for r in rows if _is_vm(r)]
     if not vm:
         return None
     cells, met = [], 0

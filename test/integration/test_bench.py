@@ -61,7 +61,9 @@ import targets  # noqa: E402
 def _row(rid, kind, unit, better, res, fam="4", mtu=65520, tools=None, **extra):
     """A results.json row with the ratios report.py would store."""
     f = res.get("ferry", {}).get("median")
-    base = res.get("passt" if tools else "veth", {}).get("median")
+    # report.py lists every row's tools; only VM rows are measured on passt
+    tools = tools or ["veth", "ferry", "pasta", "slirp4netns"]
+    base = res.get("passt" if kind == "vm" else "veth", {}).get("median")
     peers = [res[p]["median"] for p in ("pasta", "slirp4netns") if p in res]
     best = (max(peers) if better == "higher" else min(peers)) if peers else None
     r = {"id": rid, "kind": kind, "unit": unit, "better": better, "family": fam,
@@ -129,14 +131,26 @@ def test_targets_behind_a_peer_is_named():
 
 
 def test_targets_vm_rows_fall_back_to_passt_stream():
-    vm = _row("vm-tcp1-g2h-v4", "vmtcp", "Gbit/s", "higher",
+    vm = _row("vm-tcp1-g2h-v4", "vm", "Gbit/s", "higher",
               {"ferry": {"median": 1.7}, "passt": {"median": 1.7}}, tools=["ferry", "passt"])
-    vu = _row("vm-vu-tcp1-g2h-v4", "vmtcp", "Gbit/s", "higher",
+    vu = _row("vm-vu-tcp1-g2h-v4", "vm", "Gbit/s", "higher",
               {"ferry": {"median": 1.0}, "passt": {"na": "no vhost-user"}},
               tools=["ferry", "passt"], alt_base={"label": "passt stream", "median": 2.0})
     line = _verdicts([vm, vu])["VM mode: at least level with passt"]
     assert "vm-vu-tcp1-g2h-v4 1.00 vs passt stream 2.00 (0.50x)" in line[1]
     assert line[2] == "1 of 2 rows"
+
+
+def test_targets_vm_and_namespace_rows_stay_apart():
+    """As report.py writes them (every row lists its tools): the VM line
+    names only VM rows, the peer line counts only namespace rows."""
+    vm = _row("vm-tcp1-g2h-v4", "vm", "Gbit/s", "higher",
+              {"ferry": {"median": 2.0}, "passt": {"median": 1.8}}, tools=["ferry", "passt"])
+    v = _verdicts([_tcp("tcp1-g2h-v4-65520", 65520, 10, 9.5, 9), vm])
+    line = v["VM mode: at least level with passt"]
+    assert line[1] == "vm-tcp1-g2h-v4 2.00 vs passt 1.80 (1.11x)" and line[2] == "yes"
+    peers = [v[k] for k in v if k.startswith("ahead of pasta")][0]
+    assert peers[1] == "ahead on 1 row" and peers[2] == "yes"
 
 
 def test_targets_section_has_markers_and_a_row_per_target():
