@@ -10,6 +10,12 @@
  * Outbound frames are reserved and committed into c->link.tx (see tap.h)
  * and flushed by the backend after each read round (tap_handler()) and
  * once per event-loop iteration.
+ * A backend that cannot wait for its fd (the qemu stream socket, whose
+ * writes may end inside a frame) marks the link stalled instead: new
+ * frames stay queued, unsent, until the backend's tx_resume() has written
+ * the rest of the cut frame on EPOLLOUT (tap_handler()); when the batch
+ * fills up meanwhile, its frames are dropped and counted (TX_FULL) so
+ * the newest go on. Nothing here ever waits for the guest.
  * pcap capture of both directions happens here, so it is the same for
  * every backend.
  *
@@ -55,6 +61,7 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
 	c->link.ops = ops;
 	c->link.fd = fd;
 	c->link.up = true;
+	c->link.tx_stalled = false;
 	c->link.tx_gso = c->link.tx_csum_partial = c->link.rx_tso = false;
 	c->link.tx_uso = false;
 	c->link.tx.n = 0;
@@ -68,6 +75,7 @@ void tap_detach(struct ctx *c)
 {
 	c->link.fd = -1;
 	c->link.up = false;
+	c->link.tx_stalled = false;
 	c->link.tx.n = 0;
 	c->link.tx.used = 0;
 	c->link.rx.fill = 0;
@@ -230,7 +238,18 @@ void tap_handler(struct ctx *c, uint32_t events)
 	unsigned int frames = 0;
 	int rounds, n = 0;
 
-	(void)events;
+	/* The link can take frames again: the rest of the cut frame first,
+	 * then what was queued behind it. */
+	if ((events & EPOLLOUT) && c->link.tx_stalled) {
+		n = c->link.ops->tx_resume(c);
+		if (n < 0) {
+			link_closed(c);
+			return;
+		}
+		if (n > 0)
+			tap_flush(c);
+		n = 0;
+	}
 	rx->want = tap_rx_want(c);
 	/* Bounded: a flooding guest cannot starve host sockets. */
 	for (rounds = 0; rounds < 64 && frames < 8 * RX_FRAMES_MAX &&
@@ -261,6 +280,24 @@ void tap_handler(struct ctx *c, uint32_t events)
 		link_closed(c);
 }
 
+/* tx_make_room() - empty the batch for new frames: flush it, and if the
+ * link is stalled (the frames stayed queued), drop them (TX_FULL), oldest
+ * first, rather than refuse the new ones: TCP resends what it lost, and
+ * a producer that finds no room would have no event to come back on. */
+static void tx_make_room(struct ctx *c)
+{
+	struct tx_batch *tx = &c->link.tx;
+
+	tap_flush(c);
+	if (!c->link.tx_stalled)
+		return;
+	while (tx->n) {
+		drop(c, DROP_TX_FULL);
+		tx->n--;
+	}
+	tx->used = 0;
+}
+
 uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len)
 {
 	struct tx_batch *tx = &c->link.tx;
@@ -272,7 +309,7 @@ uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len)
 	if (max_len > FRAME_MAX || need > TX_BUF_SIZE)
 		return NULL;
 	if (tx->n == TX_FRAMES_MAX || tx->used + need > TX_BUF_SIZE) {
-		tap_flush(c);
+		tx_make_room(c);
 		if (!c->link.up)
 			return NULL;
 	}
@@ -319,7 +356,7 @@ unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
 	if (stride > TX_BUF_SIZE)
 		return 0;
 	if (tx_slots(tx, stride, n) < n && tx->n) {
-		tap_flush(c);
+		tx_make_room(c);
 		if (!c->link.up)
 			return 0;
 	}
@@ -387,6 +424,8 @@ void tap_flush(struct ctx *c)
 {
 	struct tx_batch *tx = &c->link.tx;
 
+	if (c->link.tx_stalled)		/* queued until tx_resume() */
+		return;
 #ifdef FERRY_TEST
 	fault_tx(c);		/* --fault: drop, duplicate, reorder */
 #endif

@@ -68,8 +68,17 @@ struct link_ops {
 	int (*rx)(struct ctx *c);
 	/* Write queued frames; return 0, or -1 when the peer went away.
 	 * Must leave c->link.tx empty (dropping and counting frames it
-	 * cannot send). */
+	 * cannot send). A backend that may be cut off in the middle of a
+	 * frame sets c->link.tx_stalled instead of waiting: it keeps the
+	 * rest of that frame and tap.c holds new frames back until
+	 * tx_resume() has written it. */
 	int (*flush)(struct ctx *c);
+	/* Only with tx_stalled (NULL for backends that never stall): write
+	 * what the backend kept of a cut frame, without waiting. Return 1
+	 * when it is written (tx_stalled cleared), 0 when the fd still
+	 * cannot take it (the backend waits for EPOLLOUT on the link fd),
+	 * -1 when the peer went away. */
+	int (*tx_resume)(struct ctx *c);
 	/* Write the prefix for a frame of len bytes at pfx. */
 	void (*fill_prefix)(uint8_t *pfx, size_t len);
 };
@@ -80,6 +89,10 @@ struct link {
 	int listen_fd;			/* vm mode listener, -1 if none */
 	int spare_fd;			/* vm mode: fd kept to refuse with */
 	bool up;
+	/* The link cannot take frames now: the backend's last write was cut
+	 * short (see link_ops flush and tx_resume). Frames stay queued in tx
+	 * until it can; tap_handler() resumes on EPOLLOUT. */
+	bool tx_stalled;
 	/* Offloads (tap with virtio-net headers, set by tapdev_attach()):
 	 * TCP frames to the guest may be GSO super-frames, and may carry a
 	 * partial checksum the guest's kernel need not verify. */
@@ -106,16 +119,17 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd);
 /* tap_detach() - forget the current peer (vm mode: client gone). */
 void tap_detach(struct ctx *c);
 
-/* tap_handler() - epoll event on the link fd: read batches until empty
- * (bounded per call), parse and dispatch every frame, flush the frames
- * each batch produced. */
+/* tap_handler() - epoll event on the link fd: finish a stalled write
+ * (EPOLLOUT), read batches until empty (bounded per call), parse and
+ * dispatch every frame, flush the frames each batch produced. */
 void tap_handler(struct ctx *c, uint32_t events);
 
 /* tap_input() - parse and dispatch the frames in c->link.rx. */
 void tap_input(struct ctx *c);
 
 /* tap_tx_reserve() - room for one frame of up to max_len bytes; flushes a
- * full batch first. Returns the frame start (Ethernet header), or NULL
+ * full batch first (if the link is stalled, the queued frames are dropped
+ * instead, DROP_TX_FULL: the newest go on). Returns the frame start (Ethernet header), or NULL
  * when max_len can never fit or no peer is connected. */
 uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len);
 
@@ -150,7 +164,8 @@ void tap_tx_commit_many_off(struct ctx *c, const size_t *lens, unsigned int k,
 void tap_tx_commit_many_offv(struct ctx *c, const size_t *lens,
 			     unsigned int k, const struct pkt_off *offs);
 
-/* tap_flush() - write out queued frames (end of each loop iteration). */
+/* tap_flush() - write out queued frames (end of each loop iteration); while
+ * the link is stalled they stay queued. */
 void tap_flush(struct ctx *c);
 
 /* tap_eth_to_guest() - Ethernet header from ferry to the guest at f;

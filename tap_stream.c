@@ -11,15 +11,30 @@
  * dropped (the caller waits for the next one).
  *
  * Transmit: each queued frame in c->link.tx already has its length
- * prefix, so one sendmsg() with one iovec per frame writes the batch. If
- * the socket takes only part of it, the frame that was cut is completed
- * (waiting for the socket with a bounded poll, so the stream never
- * desynchronises) and the frames after it are dropped and counted
- * (TX_FULL): TCP recovers them.
+ * prefix, so one sendmsg() with one iovec per frame writes the batch.
+ * The socket is never waited for. If it takes only part of the batch,
+ * the frames after the one that was cut are dropped and counted
+ * (TX_FULL: TCP recovers them), the unsent rest of the cut frame (if the
+ * cut is inside one) is copied to a buffer of our own, and the link is
+ * marked stalled (c->link.tx_stalled) with EPOLLOUT armed on the socket.
+ * While it is stalled tap.c keeps new frames queued; on EPOLLOUT,
+ * stream_tx_resume() writes the rest of the cut frame (in as many
+ * non-blocking sends as the socket needs) and only then does the next
+ * batch go. So the peer always sees whole frames, one after the other,
+ * and no peer can hold the loop: a reader that drains a byte a second
+ * only slows its own link.
+ *
+ * A peer that stops reading altogether (a paused or stopped qemu, a
+ * broken client) keeps its connection: the socket is the guest's only
+ * link, and a VM paused for minutes must find it again. Meanwhile every
+ * other event is served, frames to the guest are dropped and counted
+ * (TX_FULL) each time the queue fills, TCP connections towards the guest
+ * end by their own retransmission limits, and the peer's own frames are
+ * still read and handled. Whole frames left in the receive buffer wait
+ * for the peer's next write or for the socket to become writable again.
  */
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -32,6 +47,14 @@
 #include "util.h"
 
 #define STREAM_PFX	4
+
+/* The rest of a frame the socket took only in part (c->link.tx_stalled):
+ * preallocated (bss, touched only when a write is cut). Meaningful only
+ * while the link is stalled; tap_attach() clears that for a new peer. */
+static struct {
+	uint8_t buf[STREAM_PFX + FRAME_MAX];
+	size_t off, len;		/* next byte to write, bytes kept */
+} cut;
 
 /* A partial frame always leaves room to read; one sendmsg() per batch. */
 _Static_assert(RX_BUF_SIZE > 2 * (STREAM_PFX + FRAME_MAX), "rx buffer");
@@ -74,19 +97,31 @@ static bool stream_whole_frame(const struct rx_batch *rx)
 	       left - STREAM_PFX >= rd32(rx->buf + rx->consumed);
 }
 
-/* stream_set_backlog() - while whole frames wait in the buffer, also wait
- * for EPOLLOUT (a socket nearly always writable) so the loop comes back
- * for them even if the guest sends nothing more. */
-static void stream_set_backlog(struct ctx *c, bool backlog)
+/* stream_want_out() - set the two reasons to wait for EPOLLOUT: whole
+ * frames wait in the receive buffer (backlog: a socket is nearly always
+ * writable, so the loop comes back for them even if the guest sends
+ * nothing more), and the rest of a cut frame waits to be written
+ * (stalled). EPOLLOUT is armed while either holds; both are false, and
+ * it is not armed, when a client is attached. */
+static void stream_want_out(struct ctx *c, bool backlog, bool stalled)
 {
 	union eref ref = { .type = EREF_LINK };
-	uint32_t ev = EPOLLIN | EPOLLRDHUP | (backlog ? EPOLLOUT : 0);
+	bool before = c->link.rx.backlog || c->link.tx_stalled;
+	bool out = backlog || stalled;
 
-	if (c->link.rx.backlog == backlog)
-		return;
 	c->link.rx.backlog = backlog;
-	if (ep_mod(c, c->link.fd, ev, ref))
+	c->link.tx_stalled = stalled;
+	if (before == out)
+		return;
+	if (ep_mod(c, c->link.fd, EPOLLIN | EPOLLRDHUP | (out ? EPOLLOUT : 0),
+		   ref))
 		warn("guest stream: epoll: %s", strerror(errno));
+}
+
+/* stream_set_backlog() - whole frames wait in the buffer, or not. */
+static void stream_set_backlog(struct ctx *c, bool backlog)
+{
+	stream_want_out(c, backlog, c->link.tx_stalled);
 }
 
 /* stream_rx() - link_ops rx: whole frames into c->link.rx (see the
@@ -136,28 +171,34 @@ static int stream_rx(struct ctx *c)
 	return (int)rx->n;
 }
 
-/* finish_write() - complete a cut frame: wait for the socket, bounded. */
-static int finish_write(int fd, const uint8_t *p, size_t left)
+/* stream_tx_resume() - link_ops tx_resume: write the rest of the cut
+ * frame, as much as the socket takes now. 1 when it is all written (the
+ * link takes frames again), 0 when the socket is full again (EPOLLOUT
+ * stays armed), -1 when the peer went away. */
+static int stream_tx_resume(struct ctx *c)
 {
-	while (left) {
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		ssize_t n;
+	while (cut.off < cut.len) {
+		ssize_t n = send(c->link.fd, cut.buf + cut.off,
+				 cut.len - cut.off, MSG_DONTWAIT | MSG_NOSIGNAL);
 
-		if (poll(&pfd, 1, 1000) <= 0)
-			return -1;	/* stuck peer: give up on it */
-		n = send(fd, p, left, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			info("guest stream write: %s",
+			     n < 0 ? strerror(errno) : "no progress");
 			return -1;
-		if (n > 0) {
-			p += n;
-			left -= (size_t)n;
 		}
+		cut.off += (size_t)n;
 	}
-	return 0;
+	stream_want_out(c, c->link.rx.backlog, false);
+	return 1;
 }
 
 /* stream_flush() - one sendmsg() of all queued frames (each addressed by
- * its offset: slots of tap_tx_reserve_many() leave gaps between them). */
+ * its offset: slots of tap_tx_reserve_many() leave gaps between them).
+ * Called only while the link is not stalled (tap.c). */
 static int stream_flush(struct ctx *c)
 {
 	struct tx_batch *tx = &c->link.tx;
@@ -179,18 +220,23 @@ static int stream_flush(struct ctx *c)
 		return -1;
 	}
 	sent = n < 0 ? 0 : (size_t)n;
-	/* Find the frame that was cut, complete it, drop the rest. */
+	/* Find the frame that was cut: keep its rest, drop the frames after
+	 * it, and wait for the socket (EPOLLOUT) before the next batch. */
 	for (i = 0; i < tx->n; i++) {
 		if (sent >= iov[i].iov_len) {
 			sent -= iov[i].iov_len;
 			continue;
 		}
-		if (sent && finish_write(c->link.fd,
-					 (uint8_t *)iov[i].iov_base + sent,
-					 iov[i].iov_len - sent) < 0)
-			return -1;
-		for (i += sent ? 1 : 0; i < tx->n; i++)
+		cut.off = cut.len = 0;
+		if (sent) {
+			cut.len = iov[i].iov_len - sent;
+			memcpy(cut.buf, (uint8_t *)iov[i].iov_base + sent,
+			       cut.len);
+			i++;
+		}
+		for (; i < tx->n; i++)
 			drop(c, DROP_TX_FULL);
+		stream_want_out(c, c->link.rx.backlog, true);
 		break;
 	}
 	return 0;
@@ -207,5 +253,6 @@ const struct link_ops link_stream_ops = {
 	.tx_prefix = STREAM_PFX,
 	.rx = stream_rx,
 	.flush = stream_flush,
+	.tx_resume = stream_tx_resume,
 	.fill_prefix = stream_fill_prefix,
 };

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c->quit = false;
 	while (c->link.up && !c->quit &&
 	       fuzz_chunk_write(sv[1], data, size, &off)) {
-		tap_handler(c, EPOLLIN);
+		tap_handler(c, EPOLLIN | EPOLLOUT);	/* drained: writable */
 		tap_flush(c);
 		fuzz_drain(sv[1]);
 	}

@@ -25,7 +25,7 @@ import pytest
 from conftest import FERRY, GW4, HOST4, wait_for
 import vmchecks
 from vmguest import (FRAME_MAX, FerryVM, GuestSession, StreamClient,
-                     arp_reply_for, arp_request, boot_twice, build_guest,
+                     arp_reply_for, arp_request, boot_twice, build_guest, csum,
                      dhcp6_parse, dhcp6_solicit, dhcp_discover, dhcp_parse,
                      dns_answer, ferry_stats, ferry_vms, host_side,
                      host_side_stop, inbound_client, is_arp_reply, sha,
@@ -282,10 +282,11 @@ def queued(sock):
 def test_flood_to_slow_reader_keeps_framing(vm):
     """The guest floods ARP requests at line rate and stops reading until
     ferry's socket buffer towards it is full (ferry enlarges it to
-    net.core.wmem_max): ferry's writes are then partial, it completes the
-    cut frame when the guest reads again (bounded wait: 1 s) and drops the
-    rest of that batch. Every frame that arrives must parse with the right
-    length, and every reply is delivered or counted as dropped (TX_FULL)."""
+    net.core.wmem_max): ferry's writes are then partial, it keeps the rest
+    of the cut frame and writes it when the guest reads again (EPOLLOUT,
+    never waiting), dropping the rest of that batch. Every frame that
+    arrives must parse with the right length, and every reply is
+    delivered or counted as dropped (TX_FULL)."""
     n = max(20000, int(2 * wmem_max() / 46 * 1.5))	# 1.5 buffers of replies
     f = vm()
     c = StreamClient(f.sock, rcvbuf=4096)
@@ -296,7 +297,7 @@ def test_flood_to_slow_reader_keeps_framing(vm):
 
     def stalled():
         """Our queue holds half ferry's buffer and stopped growing: ferry
-        waits for us (we have at most 1 s to read before it gives up)."""
+        waits for us to read."""
         q, now = queued(c.s), time.monotonic()
         if q != seen["q"]:
             seen.update(q=q, since=now)
@@ -498,3 +499,143 @@ def test_guest_reconnects_to_same_ferry(guest):
     second qemu gets served the same."""
     vmchecks.boot2_served(guest)
     assert guest.ferry.output().count("guest connected") == 2
+
+
+# ------------------------------------------- a peer that stops reading
+
+STALL_UDP = 18311
+STALL_DGRAM = 30000		# one frame each (MTU 65520), cut by the socket
+
+
+def stall_frame_ok(fr):
+    """A frame ferry may send the guest: Ethernet, and for IPv4 a header
+    with a valid checksum and total length; for our UDP datagrams, the
+    whole payload (its sequence number repeated): a torn frame fails."""
+    assert len(fr) >= 14, fr.hex()
+    if fr[12:14] != b"\x08\x00":
+        assert fr[12:14] in (b"\x08\x06", b"\x86\xdd"), fr[:64].hex()
+        return None
+    ip = fr[14:]
+    ihl = (ip[0] & 15) * 4
+    assert ip[0] >> 4 == 4 and struct.unpack(">H", ip[2:4])[0] == len(ip)
+    assert csum(ip[:ihl]) == 0, ip[:ihl].hex()
+    if ip[9] != 17:
+        return None
+    udp = ip[ihl:]
+    assert struct.unpack(">H", udp[4:6])[0] == len(udp)
+    if struct.unpack(">H", udp[2:4])[0] != STALL_UDP:
+        return None
+    pay = udp[8:]
+    assert len(pay) == STALL_DGRAM and pay == pay[:4] * (STALL_DGRAM // 4), \
+        f"torn datagram: {pay[:16].hex()}...{pay[-16:].hex()}"
+    return struct.unpack(">I", pay[:4])[0]
+
+
+def test_stalled_peer_never_holds_the_loop(vm):
+    """Host traffic to the guest (UDP on a forwarded port) while the peer
+    stops reading, then reads three bytes every 0.1 s: ferry's writes end
+    inside a frame. It must not wait for the peer: signals are served at
+    once, the host socket is still read (what cannot be queued is dropped
+    and counted), the peer keeps its connection; when it reads at full
+    speed again every frame is whole and in order, and SIGTERM during a
+    second stall ends ferry within a second."""
+    f = vm(["-u", str(STALL_UDP)])
+    c = StreamClient(f.sock)
+    arp_works(c)
+    stop = threading.Event()
+
+    def host_sender():
+        """Bursts, so that ferry writes several frames at once (a write
+        of one frame that fits a socket buffer is never cut)."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        seq = 0
+        while not stop.is_set():
+            for _ in range(8):
+                try:
+                    s.sendto(struct.pack(">I", seq) * (STALL_DGRAM // 4),
+                             ("127.0.0.1", STALL_UDP))
+                except OSError:
+                    pass
+                seq += 1
+            time.sleep(0.004)
+        s.close()
+    t = threading.Thread(target=host_sender, daemon=True)
+    t.start()
+    seen = {"q": -1, "since": time.monotonic()}
+
+    def stalled():
+        q, now = queued(c.s), time.monotonic()
+        if q != seen["q"]:
+            seen.update(q=q, since=now)
+            return False
+        return q >= wmem_max() // 2 and now - seen["since"] >= 0.2
+
+    seqs = []
+
+    def take(frames):
+        """Check each frame as it arrives; keep our datagrams' numbers."""
+        for fr in frames:
+            n = stall_frame_ok(fr)
+            if n is not None:
+                seqs.append(n)
+
+    def trickle(secs):
+        """Read 3 bytes every 0.1 s for secs."""
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            c.buf += c.s.recv(3)
+            take(c._parse())		# raises on a bad length
+            time.sleep(0.1)
+
+    def cut_inside_frame():
+        """Does what ferry wrote so far end inside a frame?"""
+        data = c.buf + c.s.recv(queued(c.s), socket.MSG_PEEK)
+        pos = 0
+        while len(data) - pos >= 4:
+            pos += 4 + struct.unpack(">I", data[pos:pos + 4])[0]
+        return pos != len(data)
+
+    try:
+        for _ in range(8):
+            seen.update(q=-1, since=time.monotonic())
+            wait_for(stalled, 60, "ferry's buffer towards us to fill",
+                     interval=0.01)
+            if cut_inside_frame():
+                break
+            while queued(c.s):		# try again
+                take(c.recv_some(0.2))
+        assert cut_inside_frame(), "ferry's writes never ended inside " \
+            "a frame: the test did not test"
+        _, _, d0 = ferry_stats(f)
+        trickle(1.5)
+        assert "guest disconnected" not in f.output()
+        # the loop is free: SIGUSR1 is answered at once, host datagrams
+        # are still read (and, with the queue full, dropped and counted)
+        t0 = time.monotonic()
+        _, _, d1 = ferry_stats(f, timeout=5)
+        assert time.monotonic() - t0 < 0.8, "statistics took " \
+            f"{time.monotonic() - t0:.2f}s: ferry's loop was held"
+        assert d1.get("TX_FULL", 0) > d0.get("TX_FULL", 0)
+        trickle(1.5)
+        assert "guest disconnected" not in f.output()
+        # full speed again: whole frames only, our datagrams in order
+        before = len(seqs)
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            take(c.recv_some(0.2))	# raises on a bad length
+            assert not c.eof, "ferry closed the stream"
+        assert len(seqs) > before + 10 and seqs == sorted(seqs)
+        # stall again, then SIGTERM: ferry ends without waiting for us
+        seen.update(q=-1, since=time.monotonic())
+        wait_for(stalled, 60, "ferry's buffer towards us to fill again",
+                 interval=0.01)
+        assert "guest disconnected" not in f.output()
+        f.proc.send_signal(15)
+        t0 = time.monotonic()
+        f.wait_exit(timeout=5)
+        assert time.monotonic() - t0 < 1.0, "SIGTERM took " \
+            f"{time.monotonic() - t0:.2f}s"
+    finally:
+        stop.set()
+        t.join(5)
+        c.close()

@@ -1,6 +1,9 @@
-/* test_stream.c - qemu stream framing: whole, split and bad frames. */
+/* test_stream.c - qemu stream framing: whole, split and bad frames; a
+ * write cut inside a frame finished from EPOLLOUT, never by waiting. */
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "ferry.h"
@@ -91,5 +94,228 @@ TEST(stream_garbage_frames_counted_not_fatal)
 		 c->stats.drops[DROP_ETH_TYPE], 1);
 	close(peer);
 	close(c->link.fd);
+	test_ctx_free(c);
+}
+
+/* --- cut frames: the socket takes part of a batch --------------------- */
+
+#define CUT_FLEN	3000	/* not a divisor of any buffer size */
+#define CUT_MAX		(1u << 20)
+
+/* stall_ctx() - a stream link with a small send buffer, registered with
+ * an epoll instance of its own as vm.c registers it. */
+static struct ctx *stall_ctx(int *peer)
+{
+	union eref ref = { .type = EREF_LINK };
+	struct ctx *c = stream_ctx(peer);
+	int small = 4096;
+
+	setsockopt(c->link.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	c->epfd = epoll_create1(0);
+	ep_add(c, c->link.fd, EPOLLIN | EPOLLRDHUP, ref);
+	c->link.rx.backlog = false;
+	return c;
+}
+
+static void stall_free(struct ctx *c, int peer)
+{
+	close(peer);
+	close(c->link.fd);
+	close(c->epfd);
+	test_ctx_free(c);
+}
+
+/* queue_frames() - n frames of len bytes, frame i all bytes (first + i). */
+static void queue_frames(struct ctx *c, unsigned int n, size_t len,
+			 uint8_t first)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		uint8_t *f = tap_tx_reserve(c, len);
+
+		if (!f)
+			return;
+		memset(f, first + i, len);
+		tap_tx_commit(c, len);
+	}
+}
+
+/* drain() - append everything the peer can read now to buf at *fill. */
+static void drain(int peer, uint8_t *buf, size_t *fill)
+{
+	ssize_t n;
+
+	while (*fill < CUT_MAX &&
+	       (n = recv(peer, buf + *fill, CUT_MAX - *fill,
+			 MSG_DONTWAIT)) > 0)
+		*fill += (size_t)n;
+}
+
+/* link_events() - the link's ready events now (0: none). */
+static uint32_t link_events(struct ctx *c)
+{
+	struct epoll_event ev;
+
+	return epoll_wait(c->epfd, &ev, 1, 0) == 1 ? ev.events : 0;
+}
+
+/* run_until_idle() - the peer reads at full speed, ferry's loop serves
+ * the link's events, until nothing is stalled, queued or readable. */
+static void run_until_idle(struct ctx *c, int peer, uint8_t *buf,
+			   size_t *fill)
+{
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		uint32_t ev;
+
+		drain(peer, buf, fill);
+		ev = link_events(c);
+		if (ev)
+			tap_handler(c, ev);
+		else if (!c->link.tx_stalled && !c->link.tx.n)
+			return;
+	}
+}
+
+/* frames_ok() - buf holds whole frames only, each len bytes of one value,
+ * the values in want[] in order. Returns the number of frames, -1 on a
+ * framing error. */
+static int frames_ok(const uint8_t *buf, size_t fill, size_t len,
+		     const uint8_t *want, unsigned int nwant)
+{
+	unsigned int k = 0;
+	size_t pos = 0, j;
+
+	while (pos < fill) {
+		if (fill - pos < 4 || rd32(buf + pos) != len ||
+		    fill - pos - 4 < len || k >= nwant)
+			return -1;
+		for (j = 0; j < len; j++)
+			if (buf[pos + 4 + j] != want[k])
+				return -1;
+		pos += 4 + len;
+		k++;
+	}
+	return (int)k;
+}
+
+TEST(stream_cut_frame_finished_on_epollout)
+{
+	static uint8_t got[CUT_MAX];
+	uint8_t want[16];
+	unsigned int i, kept;
+	size_t fill = 0;
+	int peer;
+	struct ctx *c = stall_ctx(&peer);
+
+	/* 16 frames of 3 KB against an 8 KB buffer: the write ends inside
+	 * a frame. Nothing waits: the link is stalled, the rest kept. */
+	queue_frames(c, 16, CUT_FLEN, 0x10);
+	tap_flush(c);
+	CHECK(c->link.up && !c->quit);
+	CHECK(c->link.tx_stalled);
+	CHECK_EQ(c->link.tx.n, 0);
+	CHECK(c->stats.drops[DROP_TX_FULL] > 0);
+	kept = 16 - (unsigned int)c->stats.drops[DROP_TX_FULL];
+	/* The socket is full: no EPOLLOUT yet, and resuming writes nothing */
+	CHECK_EQ(link_events(c), 0);
+	CHECK_EQ(c->link.ops->tx_resume(c), 0);
+	/* New frames wait behind the cut one, unsent. */
+	queue_frames(c, 2, CUT_FLEN, 0x80);
+	tap_flush(c);
+	CHECK_EQ(c->link.tx.n, 2);
+	drain(peer, got, &fill);
+	CHECK(fill % (4 + CUT_FLEN) != 0);	/* the test cut a frame */
+	CHECK(fill < kept * (4 + CUT_FLEN));
+	/* The peer read: EPOLLOUT, the rest of the frame, then the two. */
+	CHECK(link_events(c) & EPOLLOUT);
+	run_until_idle(c, peer, got, &fill);
+	CHECK(!c->link.tx_stalled);
+	for (i = 0; i < kept; i++)
+		want[i] = (uint8_t)(0x10 + i);
+	want[kept] = 0x80;
+	want[kept + 1] = 0x81;
+	CHECK_EQ(frames_ok(got, fill, CUT_FLEN, want, kept + 2), kept + 2);
+	/* Not stalled and nothing left over: EPOLLOUT disarmed again. */
+	CHECK_EQ(link_events(c), 0);
+	CHECK_EQ(c->stats.drops[DROP_TX_FULL], 16 - kept);
+	stall_free(c, peer);
+}
+
+TEST(stream_stalled_full_batch_drops_oldest)
+{
+	static uint8_t got[CUT_MAX];
+	uint8_t want[16];
+	unsigned int i, kept;
+	size_t fill = 0;
+	uint64_t before;
+	int peer;
+	struct ctx *c = stall_ctx(&peer);
+
+	queue_frames(c, 16, CUT_FLEN, 0x10);
+	tap_flush(c);
+	CHECK(c->link.tx_stalled);
+	kept = 16 - (unsigned int)c->stats.drops[DROP_TX_FULL];
+	/* A full batch while stalled: the queued frames are dropped and
+	 * counted, the newest one is queued. */
+	queue_frames(c, TX_FRAMES_MAX, 100, 0);
+	CHECK_EQ(c->link.tx.n, TX_FRAMES_MAX);
+	before = c->stats.drops[DROP_TX_FULL];
+	queue_frames(c, 1, CUT_FLEN, 0x90);
+	CHECK_EQ(c->stats.drops[DROP_TX_FULL], before + TX_FRAMES_MAX);
+	CHECK_EQ(c->link.tx.n, 1);
+	CHECK(c->link.up && c->link.tx_stalled);
+	run_until_idle(c, peer, got, &fill);
+	for (i = 0; i < kept; i++)
+		want[i] = (uint8_t)(0x10 + i);
+	want[kept] = 0x90;
+	CHECK_EQ(frames_ok(got, fill, CUT_FLEN, want, kept + 1), kept + 1);
+	stall_free(c, peer);
+}
+
+TEST(stream_peer_gone_while_stalled)
+{
+	int peer;
+	struct ctx *c = stall_ctx(&peer);
+
+	queue_frames(c, 16, CUT_FLEN, 0x10);
+	tap_flush(c);
+	CHECK(c->link.tx_stalled);
+	close(peer);
+	CHECK_EQ(c->link.ops->tx_resume(c), -1);
+	close(c->link.fd);
+	close(c->epfd);
+	test_ctx_free(c);
+}
+
+TEST(stream_next_client_gets_no_stale_rest)
+{
+	uint8_t got[2 * (4 + CUT_FLEN)];
+	int peer, sv[2];
+	struct ctx *c = stall_ctx(&peer);
+	ssize_t n;
+
+	queue_frames(c, 16, CUT_FLEN, 0x10);
+	tap_flush(c);
+	CHECK(c->link.tx_stalled);
+	/* The client goes; the next one must see only its own frames. */
+	close(peer);
+	close(c->link.fd);
+	tap_detach(c);
+	CHECK(!c->link.tx_stalled);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	tap_attach(c, &link_stream_ops, sv[0]);
+	CHECK(!c->link.tx_stalled);
+	queue_frames(c, 1, CUT_FLEN, 0x42);
+	tap_flush(c);
+	n = recv(sv[1], got, sizeof(got), MSG_DONTWAIT);
+	CHECK_EQ(n, 4 + CUT_FLEN);
+	CHECK_EQ(frames_ok(got, (size_t)n, CUT_FLEN,
+			   (const uint8_t []){ 0x42 }, 1), 1);
+	close(sv[1]);
+	close(sv[0]);
+	close(c->epfd);
 	test_ctx_free(c);
 }
