@@ -20,8 +20,10 @@
  *
  * Accepted but without effect in ferry (harmless for callers that pass
  * them): -e/--stderr (passt also ignores it), --repair-path,
- * --migrate-exit, --migrate-no-linger (live migration, not implemented),
- * --freebind and --host-lo-to-ns-lo (stored; see the man page).
+ * --migrate-exit, --migrate-no-linger (live migration, not implemented).
+ * --runas is accepted only naming the user ferry runs as (check_runas()).
+ * Options of pasta/passt whose effect ferry lacks are refused by name
+ * (unsupported[]), never ignored: doc/compat.md lists them all.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -34,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conf.h"
 #include "log.h"
@@ -189,16 +192,17 @@ static bool parse_ulong(const char *s, unsigned long max, unsigned long *v)
 	return !errno && !*end && *v <= max;
 }
 
-/* h_mtu() - -m: MTU_MIN..MTU_MAX. */
+/* h_mtu() - -m: MTU_MIN..MTU_MAX, or 0 as in passt: advertise no MTU
+ * (no DHCP option 26, no RA option, the tap keeps the kernel's MTU). */
 static bool h_mtu(struct conf *c, struct pstate *ps, const struct opt *o,
 		  const char *arg)
 {
 	unsigned long v;
 
 	(void)o;
-	if (!parse_ulong(arg, MTU_MAX, &v) || v < MTU_MIN)
-		return bad(ps, "'%s' is not a valid MTU (%d-%d)", arg,
-			   MTU_MIN, MTU_MAX);
+	if (!parse_ulong(arg, MTU_MAX, &v) || (v && v < MTU_MIN))
+		return bad(ps, "'%s' is not a valid MTU (%d-%d, or 0: none "
+			   "advertised)", arg, MTU_MIN, MTU_MAX);
 	c->mtu = (unsigned int)v;
 	c->mtu_set = true;
 	return true;
@@ -702,7 +706,7 @@ static const struct opt opts[] = {
 	{ "migrate-no-linger", 0, NULL, M_VM, h_ignore, 0, 0, 0,
 	  "accepted, no effect (no live migration yet)" },
 	{ "mtu", 'm', "MTU", M_ALL, h_mtu, 0, 0, 0,
-	  "guest MTU, 68-65520 (default 65520)" },
+	  "guest MTU, 68-65520 (default 65520); 0: advertise none" },
 	{ "address", 'a', "ADDR[/LEN]", M_ALL, h_address, 0, 0, F_NO_LOOPBACK,
 	  "guest IPv4 or IPv6 address (default: the host's)" },
 	{ "netmask", 'n', "MASK", M_ALL, h_netmask, 0, 0, 0,
@@ -850,12 +854,31 @@ static int find_opt(int ret)
 	return -1;
 }
 
+/* Options of pasta or passt (or that their callers pass) which ferry
+ * refuses by name, with what is missing: the caller relies on their
+ * effect, so running without it would be wrong (doc/compat.md). */
+static const struct {
+	const char *name, *why;
+} unsupported[] = {
+	{ "--splice-only", "pasta's loopback-only mode (no traffic through "
+	  "the tap) is not implemented" },
+	{ "--no-splice", "ferry always joins local connections to forwarded "
+	  "ports with splice(), it cannot route them through the tap" },
+	{ "--stats", "no periodic statistics display (ferry logs its "
+	  "counters on SIGUSR1 and at exit)" },
+	{ "--nsrun-dir", "old pasta option: give --netns PATH or NAME (NAME "
+	  "is /run/netns/NAME)" },
+	{ "--map-gw", "podman's option, not pasta's (podman removes it): the "
+	  "gateway maps to the host unless --no-map-gw" },
+};
+
 /* getopt_error() - describe what getopt_long() refused: optopt is the
  * short letter, 256 + index for a long option missing its value, or 0
  * for an unknown long option (then argv[optind - 1] is the text). */
 static bool getopt_error(struct pstate *ps, int ret, char **argv)
 {
 	char name[64];
+	size_t i;
 
 	if (optopt >= 256 && optopt < 256 + (int)NOPTS)
 		snprintf(name, sizeof(name), "--%s", opts[optopt - 256].name);
@@ -864,11 +887,19 @@ static bool getopt_error(struct pstate *ps, int ret, char **argv)
 	else
 		snprintf(name, sizeof(name), "%.*s",
 			 (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
-	if (ret == ':')
+	if (ret == ':') {
 		snprintf(ps->err, ps->errlen, "%s: needs a value", name);
-	else
-		snprintf(ps->err, ps->errlen, "unknown or ambiguous option "
-			 "'%s' (see --help)", name);
+		return false;
+	}
+	for (i = 0; i < ARRAY_SIZE(unsupported); i++) {
+		if (!strcmp(name, unsupported[i].name)) {
+			snprintf(ps->err, ps->errlen, "%s: not supported by "
+				 "ferry: %s", name, unsupported[i].why);
+			return false;
+		}
+	}
+	snprintf(ps->err, ps->errlen, "unknown or ambiguous option '%s' "
+		 "(see --help)", name);
 	return false;
 }
 
@@ -937,13 +968,13 @@ static bool finish(struct conf *c, struct pstate *ps)
 	}
 	if (c->trace)
 		c->debug = true;
-	if (c->mtu < MTU_MIN_IPV6 && ps->saw6) {
+	if (c->mtu && c->mtu < MTU_MIN_IPV6 && ps->saw6) {
 		snprintf(ps->err, ps->errlen, "--mtu: '%u' is below %d, the "
 			 "IPv6 minimum, and -6 disables IPv4", c->mtu,
 			 MTU_MIN_IPV6);
 		return false;
 	}
-	if (c->mtu < MTU_MIN_IPV6 && c->ip6.enabled) {
+	if (c->mtu && c->mtu < MTU_MIN_IPV6 && c->ip6.enabled) {
 		c->ip6.enabled = false;		/* like pasta: warn, go on */
 		c->mtu_disabled_ip6 = true;
 	}
@@ -1075,6 +1106,22 @@ static void apply_log(const struct conf *c)
 		     MTU_MIN_IPV6);
 }
 
+/* check_runas() - ferry does not change its user after start-up, as
+ * passt does for --runas: naming the user and group it already runs as
+ * is accepted (callers pass "--runas 0:0" to keep root), any other is
+ * refused rather than run as a user the caller did not ask for. */
+static void check_runas(const struct conf *c)
+{
+	if (!c->runas_set ||
+	    (c->run_uid == geteuid() && c->run_gid == getegid()))
+		return;
+	fprintf(stderr, "ferry: --runas: %u:%u is not the current user "
+		"%u:%u and ferry does not change user (start it as that "
+		"user)\n", (unsigned int)c->run_uid, (unsigned int)c->run_gid,
+		(unsigned int)geteuid(), (unsigned int)getegid());
+	exit(1);
+}
+
 /* one_line() - make err printable on one line (values are user text). */
 static void one_line(char *s)
 {
@@ -1105,5 +1152,6 @@ void conf_parse(struct conf *c, enum mode mode, int argc, char **argv)
 	case CONF_PRINT_NONE:
 		break;
 	}
+	check_runas(c);
 	apply_log(c);
 }

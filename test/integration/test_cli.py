@@ -4,11 +4,13 @@ command lines podman, libvirt and qemu use parse in the real binary."""
 import json
 import os
 import re
+import socket
+import struct
 import subprocess
 
 import pytest
 
-from conftest import FERRY, ROOT
+from conftest import FERRY, ROOT, wait_for
 
 
 def ferry(*args, timeout=10, argv0=None):
@@ -259,3 +261,95 @@ def test_every_value_option_refuses_malformed():
                 one_error_line(r, "--" + name)
                 seen += 1
     assert seen > 60
+
+
+
+# ------------------------------------------- pasta/passt options ferry
+# lacks or had wrong (doc/compat.md)
+
+@pytest.mark.parametrize("name,args,why", [
+    ("pasta", ["--splice-only", "-T", "8080"], "loopback-only"),
+    ("pasta", ["--no-splice"], "splice()"),
+    ("pasta", ["--stats", "1"], "SIGUSR1"),
+    ("passt", ["--stats=5"], "SIGUSR1"),
+    ("pasta", ["--nsrun-dir", "/run/netns"], "--netns"),
+    ("pasta", ["--map-gw"], "--no-map-gw"),
+])
+def test_unsupported_pasta_options_named(links, name, args, why):
+    """Options of pasta/passt whose effect ferry lacks fail by name with
+    what is missing, even before --help: never run without the effect."""
+    r = ferry(*args, "--help", argv0=str(links / name))
+    one_error_line(r, args[0].split("=")[0], "not supported by ferry", why)
+
+
+def test_mtu_zero_advertises_none(links):
+    """pasta/passt -m 0: no MTU assignment (was refused as below 68)."""
+    for name in ("pasta", "passt"):
+        r = ferry("-m", "0", "--help", argv0=str(links / name))
+        assert r.returncode == 0, r.stderr
+    # 0 is not "below the IPv6 minimum": -6 with it stays valid
+    assert ferry("ns", "--mtu", "0", "-6", "--help").returncode == 0
+    one_error_line(ferry("ns", "-m", "67"), "-m", "'67'", "0: none")
+
+
+def test_mtu_zero_dhcp_has_no_mtu_option(tmp_path):
+    """passt -m 0 in a VM: the DHCP offer carries no MTU option (26);
+    without -m it says 65520."""
+    from vmguest import FerryVM, StreamClient, dhcp_discover, dhcp_parse
+    for args, want in (([], 65520), (["-m", "0"], None)):
+        d = tmp_path / f"m{len(args)}"
+        d.mkdir()
+        f = FerryVM(d, args)
+        try:
+            c = StreamClient(f.sock)
+            c.send_frame(dhcp_discover())
+            fr = c.wait_frame(lambda fr: dhcp_parse(fr) is not None, 5,
+                              "DHCP offer")
+            _, opts = dhcp_parse(fr)
+            got = struct.unpack(">H", opts[26])[0] if 26 in opts else None
+            assert got == want, (args, opts.get(26))
+            c.close()
+        finally:
+            f.stop()
+
+
+def test_mtu_zero_leaves_tap_mtu(ferry_ns):
+    """pasta --config-net -m 0: the tap keeps the kernel's MTU (1500)
+    instead of ferry's 65520."""
+    mtus = []
+    for args in ([], ["-m", "0"]):
+        f = ferry_ns(args=args)
+        link = f.guest("ip -o link show | grep -v ' lo:' | head -n1").stdout
+        mtus.append(int(re.search(r" mtu (\d+)", link).group(1)))
+        f.stop()
+    assert mtus == [65520, 1500], mtus
+
+
+def test_runas_other_user_refused(links, tmp_path):
+    """--runas names the user passt changes to; ferry does not change
+    user, so another user fails at start naming the option, while the
+    current one is accepted (tools pass --runas 0:0 to stay root)."""
+    me = f"{os.geteuid()}:{os.getegid()}"
+    other = f"{os.geteuid() + 1}:{os.getegid() + 1}"
+    sock = tmp_path / "s"
+    r = ferry("-f", "-1", "-s", str(sock), "--runas", other,
+              argv0=str(links / "passt"))
+    one_error_line(r, "--runas", other, "does not change user")
+    assert not sock.exists()
+    # the same line with the current user starts (and -1 with a client
+    # that leaves at once ends it)
+    p = subprocess.Popen([str(links / "passt"), "-f", "-1", "-s", str(sock),
+                          "--runas", me], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: sock.exists() or p.poll() is not None, 10,
+                 "the socket")
+        assert p.poll() is None, p.stderr.read()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(str(sock))
+        s.close()
+        assert p.wait(timeout=10) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

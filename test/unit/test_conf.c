@@ -278,7 +278,7 @@ TEST(conf_ns_positionals)
 
 TEST(conf_mtu)
 {
-	static const char *const bad[] = { "67", "65521", "0", "-1", "1500x",
+	static const char *const bad[] = { "67", "65521", "00x", "-1", "1500x",
 					   "abc", "", "99999999999999999999" };
 	struct run r = { 0 };
 	size_t i;
@@ -294,12 +294,18 @@ TEST(conf_mtu)
 	CHECK(!r.c->mtu_disabled_ip6);
 	CHECK(!NS(&r, "-6", "-m", "1000"));	/* nothing would be left */
 	CHECK(err_has(&r, "--mtu", "'1000'"));
+	/* 0, as in passt: no MTU advertised; not "below IPv6's minimum". */
+	CHECK(NS(&r, "-6", "-m", "0"));
+	CHECK(r.c->mtu == 0 && r.c->mtu_set && !r.c->mtu_disabled_ip6);
+	CHECK(VM(&r, "--mtu", "0"));
+	CHECK(r.c->mtu == 0 && r.c->ip6.enabled);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CHECK(!NS(&r, "--mtu", bad[i]));
-		CHECK(err_has(&r, "--mtu", "MTU (68-65520)"));
+		CHECK(err_has(&r, "--mtu", "MTU (68-65520, or 0"));
 	}
 	CHECK(!NS(&r, "--mtu", "70000"));
-	CHECK(!strcmp(r.err, "--mtu: '70000' is not a valid MTU (68-65520)"));
+	CHECK(!strcmp(r.err, "--mtu: '70000' is not a valid MTU (68-65520, "
+		      "or 0: none advertised)"));
 	free(r.c);
 }
 
