@@ -4,6 +4,7 @@ command lines podman, libvirt and qemu use parse in the real binary."""
 import json
 import os
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -263,9 +264,118 @@ def test_every_value_option_refuses_malformed():
     assert seen > 60
 
 
+# ------------------------------------------------ compatibility (compat.md)
+# The command lines today's callers build, option for option, from their
+# sources (doc/compat.md names them). A trailing --help proves each parses
+# without starting anything; the tests after these run some for real.
 
-# ------------------------------------------- pasta/passt options ferry
-# lacks or had wrong (doc/compat.md)
+NETNS = "/run/user/1000/netns/netns-0c9b1d7e"
+CALLERS = {
+    # podman 5 (containers/common libnetwork/pasta createPastaArgs()) for
+    # `podman run --network pasta -p 8080:80 -p 127.0.0.1:5353:53/udp`
+    "podman5": ("pasta", [
+        "--config-net", "-t", "8080-8080:80-80", "-u",
+        "127.0.0.1/5353-5353:53-53", "--dns-forward", "169.254.1.1", "-T",
+        "none", "-U", "none", "--no-map-gw", "--quiet", "--netns", NETNS,
+        "--map-guest-addr", "169.254.1.2"]),
+    # ... with an IPv6 host address (-p [::1]:8443:443) and a port range
+    "podman5-v6-range": ("pasta", [
+        "--config-net", "-t", "::1/8443-8443:443-443", "-t",
+        "9000-9002:9000-9002", "--dns-forward", "169.254.1.1", "-u",
+        "none", "-T", "none", "-U", "none", "--no-map-gw", "--quiet",
+        "--netns", NETNS, "--map-guest-addr", "169.254.1.2"]),
+    # ... with podman's documented pasta_options example in
+    # containers.conf (--map-gw removed by podman, so no --no-map-gw)
+    "podman5-pasta_options": ("pasta", [
+        "--config-net", "-I", "tap0", "--ipv4-only", "-a", "10.0.2.0",
+        "-n", "24", "-g", "10.0.2.2", "--dns-forward", "10.0.2.3", "-m",
+        "1500", "--no-ndp", "--no-dhcpv6", "--no-dhcp", "-t", "none", "-u",
+        "none", "-T", "none", "-U", "none", "--quiet", "--netns", NETNS,
+        "--map-guest-addr", "169.254.1.2"]),
+    # ... with `--network pasta:-T,auto,-U,auto,--debug` (no --quiet)
+    "podman5-cli-options": ("pasta", [
+        "--config-net", "-T", "auto", "-U", "auto", "--debug",
+        "--dns-forward", "169.254.1.1", "-t", "none", "-u", "none",
+        "--no-map-gw", "--netns", NETNS, "--map-guest-addr",
+        "169.254.1.2"]),
+    # podman 5's rootless-netns for custom networks (netavark)
+    "podman5-rootless-netns": ("pasta", [
+        "--config-net", "--pid",
+        "/run/user/1000/containers/networks/rootless-netns/"
+        "rootless-netns-conn.pid", "--dns-forward", "169.254.1.1", "-t",
+        "none", "-u", "none", "-T", "none", "-U", "none", "--no-map-gw",
+        "--quiet", "--netns",
+        "/run/user/1000/containers/networks/rootless-netns/rootless-netns",
+        "--map-guest-addr", "169.254.1.2"]),
+    # podman 4.x (libpod networking_pasta_linux.go, before --dns-forward
+    # became the default): --dns none, no --map-guest-addr
+    "podman4": ("pasta", [
+        "--config-net", "-t", "8080-8080:80-80", "-u", "none", "-T",
+        "none", "-U", "none", "--no-map-gw", "--dns", "none", "--quiet",
+        "--netns", NETNS]),
+    # libvirt 10/11 (qemu_passt.c qemuPasstBuildCommand()), vhost-user,
+    # two addresses, <portForward> with address+dev, dev only, exclusion
+    "libvirt-vhost-user": ("passt", [
+        "--vhost-user", "--one-off", "--socket",
+        "/run/libvirt/qemu/passt/1-vm1-net0.socket", "--pid",
+        "/run/libvirt/qemu/passt/1-vm1-net0-passt.pid", "--mtu", "1500",
+        "--interface", "eth0", "--log-file", "/tmp/vm1-passt.log",
+        "--hostname", "vm1", "--fqdn", "vm1.example.test", "--address",
+        "198.51.100.10", "--netmask", "24", "--address", "2001:db8::10",
+        "--tcp-ports", "198.51.100.2%eth0/2222-2223:22-23", "--tcp-ports",
+        "%eth0/8080", "--udp-ports", "5353:53,~5354", "--udp-ports",
+        "all"]),
+    # libvirt 9.0 (first passt support): --mac-addr with the guest's MAC
+    "libvirt9": ("passt", [
+        "--one-off", "--socket", "/run/libvirt/qemu/passt/vm1-net0.socket",
+        "--mac-addr", "52:54:00:12:34:56", "--mtu", "1400", "--interface",
+        "eth0", "--log-file", "/tmp/vm1-passt.log", "--address",
+        "198.51.100.10", "--netmask", "24", "--tcp-ports",
+        "198.51.100.2%eth0/2222:22"]),
+    # qemu 10.1 -netdev passt (net/passt.c net_passt_decode_args()) with
+    # every property that does not exclude another, in qemu's order
+    "qemu10.1": ("passt", [
+        "--quiet", "--mtu", "1500", "--address", "198.51.100.5",
+        "--netmask", "255.255.255.0", "--mac-addr", "9a:55:9a:55:9a:01",
+        "--gateway", "198.51.100.1", "--interface", "eth0", "--outbound",
+        "198.51.100.2", "--outbound-if4", "eth0", "--outbound-if6", "eth0",
+        "--dns", "198.51.100.53", "--fqdn", "vm.example.test",
+        "--no-dhcp-dns", "--no-dhcp-search", "--map-host-loopback",
+        "198.51.100.1", "--map-guest-addr", "198.51.100.4",
+        "--dns-forward", "198.51.100.3", "--dns-host", "127.0.0.53",
+        "--no-icmp", "--no-dhcp", "--no-ndp", "--no-dhcpv6", "--no-ra",
+        "--freebind", "--ipv4-only", "--search",
+        "a.example.test b.example.test", "--tcp-ports", "2222:22,8080",
+        "--udp-ports", "5353:53,6000", "--debug", "--pid",
+        "/tmp/passt-Q1W2E3.pid", "--fd", "3"]),
+    # ... vhost-user=on, tcp=off, udp=off, ipv4=off, quiet=off
+    "qemu10.1-vhost-user": ("passt", [
+        "--vhost-user", "--no-tcp", "--no-udp", "--ipv6-only", "--pid",
+        "/tmp/passt-Q1W2E3.pid", "--fd", "3"]),
+    # crosvm/cuttlefish-style vhost-user launchers
+    "vhost-user-launcher": ("passt", [
+        "--vhost-user", "--foreground", "-s", "/tmp/vu-net.sock",
+        "--repair-path", "none", "-4", "-a", "10.0.2.15", "-n", "24", "-g",
+        "10.0.2.2", "--map-host-loopback", "10.0.2.2", "-D", "10.0.2.3"]),
+    # sandboxing tools joining a namespace they made, staying root
+    "sandbox-pasta": ("pasta", [
+        "--foreground", "--quiet", "--config-net", "--no-copy-routes",
+        "--userns", "/proc/1/ns/user", "--netns", "/proc/1/ns/net",
+        "--map-host-loopback", "169.254.2.2", "--no-map-gw", "-t", "none",
+        "-u", "none", "-T", "none", "-U", "none", "-I", "eth1",
+        "--runas", "0:0"]),
+}
+
+
+@pytest.mark.parametrize("caller", sorted(CALLERS))
+def test_callers_command_lines_parse(links, caller):
+    name, args = CALLERS[caller]
+    r = ferry(*args, "--help", argv0=str(links / name))
+    assert r.returncode == 0, (caller, r.stderr)
+    assert r.stderr == "", r.stderr
+    assert r.stdout.startswith("Usage: ferry %s" %
+                               ("ns" if name == "pasta" else "vm"))
+
 
 @pytest.mark.parametrize("name,args,why", [
     ("pasta", ["--splice-only", "-T", "8080"], "loopback-only"),
@@ -292,20 +402,27 @@ def test_mtu_zero_advertises_none(links):
     one_error_line(ferry("ns", "-m", "67"), "-m", "'67'", "0: none")
 
 
+def dhcp_offer(c):
+    """(yiaddr, {option: bytes}) of the offer to a DISCOVER sent on the
+    stream client c."""
+    from vmguest import dhcp_discover, dhcp_parse
+    c.send_frame(dhcp_discover())
+    fr = c.wait_frame(lambda fr: dhcp_parse(fr) is not None, 5,
+                      "DHCP offer")
+    return dhcp_parse(fr)
+
+
 def test_mtu_zero_dhcp_has_no_mtu_option(tmp_path):
     """passt -m 0 in a VM: the DHCP offer carries no MTU option (26);
     without -m it says 65520."""
-    from vmguest import FerryVM, StreamClient, dhcp_discover, dhcp_parse
+    from vmguest import FerryVM, StreamClient
     for args, want in (([], 65520), (["-m", "0"], None)):
         d = tmp_path / f"m{len(args)}"
         d.mkdir()
         f = FerryVM(d, args)
         try:
             c = StreamClient(f.sock)
-            c.send_frame(dhcp_discover())
-            fr = c.wait_frame(lambda fr: dhcp_parse(fr) is not None, 5,
-                              "DHCP offer")
-            _, opts = dhcp_parse(fr)
+            _, opts = dhcp_offer(c)
             got = struct.unpack(">H", opts[26])[0] if 26 in opts else None
             assert got == want, (args, opts.get(26))
             c.close()
@@ -353,3 +470,131 @@ def test_runas_other_user_refused(links, tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def proc_gone(pid):
+    """The process is gone or a zombie (its parent may not reap it)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def run_as_qemu(argv, sock):
+    """Run argv as qemu's net_passt_start_daemon() does: sock as fd 3,
+    and wait for the exit (passt detaches once ready)."""
+    n = sock.fileno()
+    return subprocess.run(argv, close_fds=False,
+                          preexec_fn=lambda: os.dup2(n, 3),
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_qemu_netdev_passt_runs_ferry(links, tmp_path):
+    """qemu 10.1's -netdev passt, exactly: qemu creates the pid file
+    (empty), runs `passt OPTIONS --pid FILE --fd 3` with one end of a
+    socketpair as fd 3 and no -f, waits for it to exit 0 (daemonized),
+    reads the pid at once, speaks its stream protocol on the other end,
+    and ends it with SIGTERM."""
+    from vmguest import StreamClient
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pidf = tmp_path / "passt-Q1W2E3.pid"
+    pidf.write_text("")
+    argv = [str(links / "passt"), "--quiet", "--mtu", "1500", "--address",
+            "198.51.100.10", "--netmask", "24", "--gateway", "198.51.100.1",
+            "--dns", "198.51.100.53", "--search", "a.example.test",
+            "--tcp-ports", "2222:22", "--pid", str(pidf), "--fd", "3"]
+    r = run_as_qemu(argv, b)
+    b.close()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "" and r.stderr == ""	# --quiet
+    pid = int(pidf.read_text())		# complete when passt returned
+    try:
+        assert not proc_gone(pid)
+        yiaddr, opts = dhcp_offer(StreamClient(sock=a))
+        assert yiaddr == "198.51.100.10"
+        assert struct.unpack(">H", opts[26])[0] == 1500
+        assert socket.inet_ntoa(opts[3]) == "198.51.100.1"
+        assert socket.inet_ntoa(opts[6][:4]) == "198.51.100.53"
+        os.kill(pid, signal.SIGTERM)		# net_passt_cleanup()
+        wait_for(lambda: proc_gone(pid), 10, "passt to end on SIGTERM")
+    finally:
+        if not proc_gone(pid):
+            os.kill(pid, signal.SIGKILL)
+        a.close()
+
+
+def test_qemu_netdev_passt_vhost_user_runs_ferry(links, tmp_path):
+    """qemu 10.1's -netdev passt,vhost-user=on: the same daemonized start
+    with --vhost-user; ferry answers the front-end on fd 3 and exits when
+    qemu closes it."""
+    from test_vhost_user import F_VERSION_1, GET_FEATURES, FrontEnd
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pidf = tmp_path / "passt-A1S2D3.pid"
+    pidf.write_text("")
+    argv = [str(links / "passt"), "--vhost-user", "--quiet", "--pid",
+            str(pidf), "--fd", "3"]
+    r = run_as_qemu(argv, b)
+    b.close()
+    assert r.returncode == 0, r.stderr
+    pid = int(pidf.read_text())
+    try:
+        fe = FrontEnd.__new__(FrontEnd)
+        fe.s = a
+        assert fe.u64(GET_FEATURES) & F_VERSION_1
+        fe.close()
+        wait_for(lambda: proc_gone(pid), 10, "passt to exit with qemu")
+    finally:
+        if not proc_gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_version_and_capabilities_as_callers_run_them(links):
+    """podman info runs `pasta --version` (exit 0, stdout shown as is);
+    qemu and libvirt run `passt --print-capabilities` for vhost-user."""
+    for name in ("pasta", "passt"):
+        r = ferry("--version", argv0=str(links / name))
+        assert r.returncode == 0 and r.stderr == ""
+        assert re.fullmatch(r"ferry \S+\n", r.stdout), r.stdout
+    r = ferry("--vhost-user", "--print-capabilities",
+              argv0=str(links / "passt"))
+    assert r.returncode == 0 and json.loads(r.stdout) == {"type": "net"}
+
+
+def test_no_netns_quit(links, tmp_path):
+    """pasta --netns PATH exits once PATH is deleted (podman relies on
+    it), and keeps running with --no-netns-quit: both start, both paths
+    are deleted; when the first has exited the second is still there."""
+    from conftest import require, run
+    require("unshare")
+    started = []
+    try:
+        for extra in ([], ["--no-netns-quit"]):
+            d = tmp_path / f"n{len(extra)}"
+            d.mkdir()
+            path, pidf = d / "netns", d / "pasta.pid"
+            path.touch()
+            run(["unshare", f"--net={path}", "true"])
+            r = subprocess.run(
+                [str(links / "pasta"), "--config-net", "-t", "none", "-u",
+                 "none", "-T", "none", "-U", "none", "--quiet", "--pid",
+                 str(pidf), *extra, "--netns", str(path)],
+                capture_output=True, text=True, timeout=20,
+                stdin=subprocess.DEVNULL)
+            assert r.returncode == 0, r.stderr
+            started.append((path, int(pidf.read_text())))
+        for path, _ in started:
+            run(["umount", "-l", str(path)])
+            path.unlink()
+        (_, quits), (_, stays) = started
+        wait_for(lambda: proc_gone(quits), 10, "pasta to exit with its "
+                 "namespace")
+        assert not proc_gone(stays), "--no-netns-quit exited too"
+        os.kill(stays, signal.SIGTERM)
+        wait_for(lambda: proc_gone(stays), 10, "pasta to exit on SIGTERM")
+    finally:
+        for path, pid in started:
+            if not proc_gone(pid):
+                os.kill(pid, signal.SIGKILL)
+            if path.exists():
+                run(["umount", "-l", str(path)], check=False)
+                path.unlink()
