@@ -23,9 +23,12 @@
  * with one sendmsg(). Only bytes the socket accepted advance
  * seq_from_guest and are acknowledged: an acknowledged byte is a promise.
  * The window offered to the guest is the free space of the socket's send
- * buffer (SO_MEMINFO, once per batch), so the guest is not invited to send
- * what would be refused; when it is low, EPOLLOUT is armed and the guest
- * gets a window update as soon as the buffer drains. The guest's FIN is
+ * buffer (SO_MEMINFO, measured again after each eighth of it written), so
+ * the guest is not invited to send what would be refused; it moves in
+ * coarse steps, so that a bulk sender's ACKs carry the same window, and
+ * its right edge never moves back (tcp_wnd_set()). When it is low,
+ * EPOLLOUT is armed and the guest gets a window update as soon as the
+ * buffer drains. The guest's FIN is
  * passed on with shutdown(SHUT_WR) only once every byte before it has
  * been written.
  *
@@ -286,30 +289,76 @@ static uint32_t tcp_frame_from_guest(const struct ctx *c,
 	return c->link.rx_tso ? TCP_GUEST_TSO_BYTES : tcp_mss_from_guest(c, fl);
 }
 
+/* tcp_wnd_quantize() - w rounded down to its four most significant bits
+ * (steps of 1/16 to 1/8 of it): the levels the window to the guest moves
+ * between. */
+uint32_t tcp_wnd_quantize(uint32_t w)
+{
+	unsigned int b;
+
+	if (w < 16)
+		return w;
+	b = 31u - (unsigned int)__builtin_clz(w);	/* highest bit set */
+	return w & ~((1u << (b - 3)) - 1);
+}
+
+/* tcp_wnd_held() - what is left of the window already offered: from the
+ * next byte expected to the highest right edge advertised, in whole units
+ * of our window scale. 0 when the guest reached the edge.
+ * Cut to the unit, the edge can fall short of the highest one by less
+ * than a unit (RFC 7323 appendix F: the scale's granularity against ACKs
+ * of any size); rounded up, it would creep forward by up to a unit per
+ * ACK while the window closes (130 KB over a 370 KB window in 1460-byte
+ * segments, tcp_wnd_edge_never_retracts), a promise the socket's buffer
+ * may not keep: a write it refuses costs the guest a retransmission. */
+static uint32_t tcp_wnd_held(const struct tcp_conn *conn)
+{
+	int32_t d = seq_diff(conn->wnd_edge, conn->seq_from_guest);
+
+	if (d <= 0)
+		return 0;
+	return (uint32_t)d & ~((1u << conn->ws_to_guest) - 1);
+}
+
 /* tcp_wnd_set() - the window offered to the guest for free_ bytes of
- * free send-buffer space (conn->sndbuf set). Returns true when it grew
- * from a low value, i.e. the guest should hear about it now. */
+ * free send-buffer space (conn->sndbuf set). The measurement m (3/4 of
+ * free_, capped) sets a level (wnd_base): a step of tcp_wnd_quantize(),
+ * kept while m stays within 1/16 below it and under the next step above,
+ * so that a bulk sender sees the same window on every ACK (the right edge
+ * moves with the ACK; the guest's header prediction, Linux's
+ * tcp_rcv_established() fast path, takes only ACKs whose window field is
+ * unchanged). A low m is taken as it is. The window offered is the level,
+ * or what is left of the right edge already advertised when that is
+ * more: the edge does not move back (RFC 9293 3.8.6; by less than a unit
+ * of the scale, tcp_wnd_held()); a lower level closes the window as the
+ * guest fills it. Returns true
+ * when the window grew from a low value, i.e. the guest should hear about
+ * it now. */
 static bool tcp_wnd_set(struct ctx *c, struct flow *fl, uint32_t free_)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	uint32_t old = conn->wnd_to_guest, low;
+	uint32_t old = conn->wnd_to_guest, low, m;
 	bool was_low = conn->flags & TCP_C_WND_LOW;
 
 	/* Queued memory counts skb overhead: offer 3/4 of it as payload. */
-	conn->wnd_to_guest = MIN(free_ / 4 * 3, 65535u << TCP_WS_TO_GUEST);
+	m = MIN(free_ / 4 * 3, 65535u << TCP_WS_TO_GUEST);
 	/* A tap device drops frames beyond its queue (500): keep a window's
 	 * worth of the guest's frames well inside it. */
-	conn->wnd_to_guest = MIN(conn->wnd_to_guest,
-				 (uint32_t)TCP_WND_SEGS * tcp_frame_from_guest(c, fl));
+	m = MIN(m, (uint32_t)TCP_WND_SEGS * tcp_frame_from_guest(c, fl));
 	/* Whatever the guest sends inside the window fits the out-of-order
 	 * queue's per-connection limit. */
-	conn->wnd_to_guest = MIN(conn->wnd_to_guest, TCP_OOO_CONN_BYTES);
+	m = MIN(m, TCP_OOO_CONN_BYTES);
 	if (!conn->ws_to_guest)
-		conn->wnd_to_guest = MIN(conn->wnd_to_guest, 65535u);
-	conn->wnd_base = conn->wnd_to_guest;
-	conn->wnd_written = 0;
+		m = MIN(m, 65535u);
 	low = MAX(conn->sndbuf / 4, 2u * conn->mss_to_guest);
-	if (conn->wnd_to_guest < low)
+	if (m < low)
+		conn->wnd_base = m;
+	else if (m < conn->wnd_base - conn->wnd_base / 16 ||
+		 tcp_wnd_quantize(m) > conn->wnd_base)
+		conn->wnd_base = tcp_wnd_quantize(m);
+	conn->wnd_written = 0;
+	conn->wnd_to_guest = MAX(conn->wnd_base, tcp_wnd_held(conn));
+	if (m < low)
 		conn->flags |= TCP_C_WND_LOW | TCP_C_WANT_OUT;
 	else
 		conn->flags &= (uint16_t)~(TCP_C_WND_LOW | TCP_C_WANT_OUT);
@@ -385,10 +434,10 @@ int tcp_sock_mss(struct tcp_conn *conn)
 
 /* tcp_wnd_update() - the window to the guest at the end of a batch, from
  * the last measurement where that is close enough: while the guest has
- * sent less than an eighth of the window measured last, the window keeps
- * that measurement's right edge (what was written since is subtracted),
- * which the real free space only exceeds, as the peer's ACKs free more;
- * no SO_MEMINFO per request. Measured again after an eighth, and always
+ * sent less than an eighth of the level measured last, the level stays
+ * (tcp_wnd_set()): the real free space is at most that eighth below the
+ * measurement, well inside the quarter of it never offered; no
+ * SO_MEMINFO per request. Measured again after an eighth, and always
  * while the window is low. Returns tcp_wnd_refresh()'s answer, or false. */
 static bool tcp_wnd_update(struct ctx *c, struct flow *fl)
 {
@@ -397,7 +446,7 @@ static bool tcp_wnd_update(struct ctx *c, struct flow *fl)
 	if ((conn->flags & (TCP_C_WND_LOW | TCP_C_SHUT_WR)) ||
 	    conn->wnd_written >= conn->wnd_base / 8)
 		return tcp_wnd_refresh(c, fl);
-	conn->wnd_to_guest = conn->wnd_base - conn->wnd_written;
+	conn->wnd_to_guest = MAX(conn->wnd_base, tcp_wnd_held(conn));
 	return false;
 }
 

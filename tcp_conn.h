@@ -143,7 +143,8 @@ struct tcp_conn {
 					 * (ack + window); the out-of-order
 					 * queue keeps nothing beyond it */
 	uint8_t ack_state;		/* enum tcp_ack_state */
-	uint32_t wnd_base;		/* wnd_to_guest when last measured */
+	uint32_t wnd_base;		/* window level, from the last
+					 * measurement (tcp.c tcp_wnd_set()) */
 	uint32_t wnd_written;		/* bytes written to the socket since */
 	bool sock_sent;			/* every byte in the socket was sent
 					 * to the guest, as of the last read
@@ -217,6 +218,10 @@ void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
 struct tcp_view;
 void tcp_sock_opts(int s);
 int tcp_sock_mss(struct tcp_conn *conn);
+/* tcp_wnd_quantize() - w rounded down to its four most significant bits:
+ * the levels of the window to the guest (tcp.c). */
+uint32_t tcp_wnd_quantize(uint32_t w);
+
 /* tcp_mss_from_guest() - the MSS we advertise to the guest, the largest
  * segment it sends us (a TSO frame carries several). */
 uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl);

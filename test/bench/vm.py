@@ -71,11 +71,13 @@ def has_vhost_user(cmd):
 
 
 def run_tool(tool, argv, root, workdir, n, secs, port, run_args=(),
-             dirs=("g2h", "h2g"), watch=None):
+             dirs=("g2h", "h2g"), watch=None, script_text=GUEST_SCRIPT):
     """Boot the guest against one tool: (results by direction, info, error).
     run_args: extra test/guest/run.sh options (-u: vhost-user); dirs: the
     directions each round runs; watch: called with the tool's pid once it
-    listens, its before_stop() when the guest is gone (vmprof.py)."""
+    listens, its before_stop() when the guest is gone (vmprof.py);
+    script_text: the guest script's template (GUEST_SCRIPT's fields). The
+    guest's whole output is info["out"]."""
     d = os.path.join(workdir, f"vm-{tool}")
     os.makedirs(d, exist_ok=True)
     sock = os.path.join(d, "sock")
@@ -84,7 +86,7 @@ def run_tool(tool, argv, root, workdir, n, secs, port, run_args=(),
     script = os.path.join(d, "t.sh")
     tmo = secs + 20
     with open(script, "w") as f:
-        f.write(GUEST_SCRIPT.format(n=n, secs=secs, port=port, tmo=tmo,
+        f.write(script_text.format(n=n, secs=secs, port=port, tmo=tmo,
                                     dirs=" ".join(dirs)))
     if os.path.exists(os.path.join(d, "log")):
         os.unlink(os.path.join(d, "log"))
@@ -114,6 +116,7 @@ def run_tool(tool, argv, root, workdir, n, secs, port, run_args=(),
         if watch:
             watch.before_stop()
         res = parse(r.stdout)
+        info["out"] = r.stdout
         if not res["g2h"] and not res["h2g"]:
             return None, info, (f"guest run failed (exit {r.returncode}): "
                                 + " | ".join(r.stderr.strip().splitlines()[-3:])[:300])

@@ -13,12 +13,18 @@ usage (inside the sandbox):
     -p           also `perf record -g` the translator (user space only in
                  the sandbox); report in build/bench/vmprof/CONFIG.perf.txt
 
-One guest boot per configuration (vm.run_tool()). The translator's and
-qemu's CPU time (utime+stime from /proc) are read before the guest boots
-and when it is gone; the boot costs the translator little, so CPU per
-GiB is the whole run's CPU over the bytes iperf3 moved. ferry's own
-counters (SIGUSR1 dump at exit) are in the tool's log in the work
-directory. Configurations given twice alternate (A B A B) so machine
+One guest boot per configuration (vm.run_tool()). The translator's CPU
+time (utime+stime from /proc) is read before the guest boots and when it
+is gone; the boot costs the translator little, so CPU per GiB is the
+whole run's CPU over the bytes iperf3 moved. qemu's CPU (the guest's
+emulated work, boot excluded) is sampled while iperf3's data connection
+is up (two established sockets on the server's port). The guest prints
+its /proc/net/netstat, /proc/net/snmp, virtio interrupts and /proc/stat
+around each iperf3 run: a second table has, per GiB, the guest's pure
+ACKs received (TcpExt TCPPureAcks), those its header prediction took
+(TCPHPAcks), its virtio interrupts and its busy share; and ferry's
+frames to the guest (its stats at exit, in the tool's log in the work
+directory). Configurations given twice alternate (A B A B) so machine
 noise hits both alike.
 """
 import os
@@ -28,6 +34,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -38,6 +46,131 @@ import vm  # noqa: E402
 
 PORT = 5201
 NONE = ["-t", "none", "-u", "none"]
+
+# vm.GUEST_SCRIPT with the guest's counters printed around each run
+SNAP = """snap() {{
+    echo "SNAP-BEGIN $1"
+    cat /proc/net/netstat /proc/net/snmp
+    grep virtio /proc/interrupts
+    head -1 /proc/stat
+    echo "SNAP-END $1"
+}}
+"""
+GUEST_SCRIPT = vm.GUEST_SCRIPT.replace(
+    'echo "BENCH-BEGIN $d"', 'snap a\n        echo "BENCH-BEGIN $d"').replace(
+    'echo "BENCH-END $d $?"', 'echo "BENCH-END $d $?"\n        snap b')
+GUEST_SCRIPT = GUEST_SCRIPT.replace(". /run/ferry/dhcp.env", SNAP + ". /run/ferry/dhcp.env", 1)
+
+
+def snap_values(text):
+    """{counter: value} of one snapshot: TcpExt.X, Tcp.X, irq.NAME, cpu.busy,
+    cpu.all (jiffies)."""
+    v, heads = {}, {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0].endswith(":") and len(parts) > 1 and not parts[1].lstrip("-").isdigit():
+            heads[parts[0]] = parts[1:]
+        elif parts[0] in heads:
+            for k, x in zip(heads[parts[0]], parts[1:]):
+                v[parts[0][:-1] + "." + k] = int(x)
+        elif parts[0] == "cpu":
+            n = [int(x) for x in parts[1:9]]
+            v["cpu.all"] = sum(n)
+            v["cpu.busy"] = sum(n) - n[3] - n[4]
+        elif "virtio" in line and parts[0].endswith(":"):
+            counts = [int(x) for x in parts[1:] if x.isdigit()]
+            v["irq." + parts[-1]] = sum(counts)
+    return v
+
+
+def guest_deltas(out):
+    """Counter increases summed over every (before, after) pair."""
+    snaps = re.findall(r"SNAP-BEGIN (\w)\n(.*?)SNAP-END \1", out, re.S)
+    total, before = {}, None
+    for tag, body in snaps:
+        vals = snap_values(body)
+        if tag == "a":
+            before = vals
+        elif before is not None:
+            for k, x in vals.items():
+                total[k] = total.get(k, 0) + x - before.get(k, x)
+            before = None
+    return total
+
+
+class QemuSampler(threading.Thread):
+    """qemu's CPU while iperf3's data connection is up: every 50 ms, find
+    the qemu of this socket (its command line names it), count the
+    established sockets on the server's port, and add up qemu's CPU over
+    the samples that saw the transfer on both ends."""
+
+    def __init__(self, sock):
+        super().__init__(daemon=True)
+        self.sock, self.cpu, self.secs = sock, 0.0, 0.0
+        self.pid, self.est_max = None, 0
+        self.done = threading.Event()
+
+    def run(self):
+        pid, last = None, None
+        while not self.done.wait(0.05):
+            if pid is None:
+                pid = self.pid = find_qemu(self.sock)
+                continue
+            cpu = procs.cpu_seconds(pid)
+            if cpu is None:
+                return
+            now = time.monotonic()
+            est = established(PORT)
+            self.est_max = max(self.est_max, est)
+            if est >= 2:
+                if last is not None:
+                    self.cpu += cpu - last[0]
+                    self.secs += now - last[1]
+                last = (cpu, now)
+            else:
+                last = None
+
+
+def find_qemu(sock):
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        # argv[0]: not the `timeout` run.sh starts it under
+        if b"qemu-system" in cmd.split(b"\0")[0] and sock.encode() in cmd:
+            return int(d)
+    return None
+
+
+def established(port):
+    """Established TCP sockets whose local port is port."""
+    n, hexport = 0, f":{port:04X}"
+    for t in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(t) as f:
+                for line in f.readlines()[1:]:
+                    p = line.split()
+                    if p[1].endswith(hexport) and p[3] == "01":
+                        n += 1
+        except OSError:
+            pass
+    return n
+
+
+def ferry_frames(log):
+    """(frames from the guest, frames to it) of ferry's last stats line."""
+    try:
+        with open(log, errors="replace") as f:
+            m = re.findall(r"from guest (\d+) frames \d+ bytes, to guest (\d+) frames", f.read())
+    except OSError:
+        return None
+    return (int(m[-1][0]), int(m[-1][1])) if m else None
 
 
 def argv_of(cfg, ferry):
@@ -106,19 +239,42 @@ def main():
     srv = procs.start(["iperf3", "-s", "-p", str(PORT)])
     procs.wait_for(lambda: procs.listening(PORT), 10)
     work = tempfile.mkdtemp(prefix="vmprof.")
-    rows = []
+    rows, grows = [], []
     try:
         for i, cfg in enumerate(cfgs):
             argv, run_args = argv_of(cfg, ferry)
             name = f"{i}-{cfg}"
             w = Watch(out, name, strace, perf)
-            res, _info, err = vm.run_tool(name, argv, ROOT, work, rounds, secs, PORT,
-                                          run_args=run_args, dirs=(d,), watch=w)
+            qs = QemuSampler(os.path.join(work, f"vm-{name}", "sock"))
+            qs.start()
+            try:
+                res, info, err = vm.run_tool(name, argv, ROOT, work, rounds, secs, PORT,
+                                             run_args=run_args, dirs=(d,), watch=w,
+                                             script_text=GUEST_SCRIPT)
+            finally:
+                qs.done.set()
+                qs.join()
             if err:
                 print(f"{name}: {err}", flush=True)
                 continue
             vals = [x["value"] for x in res[d] if x["value"] is not None]
             gib = sum(vals) * secs / 8 / 1.073741824
+            g = guest_deltas(info.get("out", ""))
+            fr = ferry_frames(os.path.join(work, f"vm-{name}", "log"))
+            irq = sum(x for k, x in g.items() if k.startswith("irq."))
+
+            def per(x):
+                return f"{x / gib:.0f}" if gib and x is not None else "-"
+            grow = [name, f"{qs.cpu / gib:.2f}" if gib else "-",
+                    per(g.get("TcpExt.TCPPureAcks")), per(g.get("TcpExt.TCPHPAcks")),
+                    per(irq), per(g.get("Tcp.InSegs")), per(g.get("Tcp.OutSegs")),
+                    f"{g['cpu.busy'] / g['cpu.all']:.2f}" if g.get("cpu.all") else "-",
+                    per(fr[0]) if fr else "-", per(fr[1]) if fr else "-"]
+            grows.append(grow)
+            if not qs.cpu:
+                print(f"{name}: qemu pid {qs.pid}, at most {qs.est_max} sockets "
+                      f"on port {PORT}", flush=True)
+            print(" | ".join(grow), flush=True)
             cpu = (w.cpu1 - w.cpu0) if w.cpu0 is not None else None
             row = [name, " ".join(f"{v:.2f}" for v in vals),
                    f"{cpu / gib:.2f}" if cpu is not None and gib else "-",
@@ -138,6 +294,13 @@ def main():
           + (" | syscalls per GiB" if strace else ""))
     for r in rows:
         print(" | ".join(r))
+    print("\nper GiB: run | qemu CPU s (transfers only) | guest pure ACKs in | "
+          "of them header-predicted (TCPHPAcks) | guest virtio interrupts | "
+          "guest segments in | out | guest busy share | translator frames from "
+          "guest | to guest (ferry only)")
+    for r in grows:
+        print(" | ".join(r))
+    procs.print_loadavg("at end")
 
 
 def strace_per_gib(path, gib):
