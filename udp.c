@@ -564,13 +564,6 @@ void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n,
 	}
 }
 
-/* Control data of one message: the segment size, then pktinfo. */
-union udp_cmsg {
-	uint8_t b[CMSG_SPACE(sizeof(uint16_t)) +
-		  CMSG_SPACE(sizeof(struct in6_pktinfo))];
-	struct cmsghdr align;
-};
-
 /* udp_gso_msg() - the datagrams from pend entry *e on of fl's queue that
  * one UDP_SEGMENT send can carry (unless gso: just one): up to
  * UDP_GSO_SEGS, the first one's size, not empty, the last maybe shorter,
@@ -629,7 +622,7 @@ static void udp_flow_send(struct ctx *c, struct flow *fl)
 	bool v6 = !inany_is4(&u->peer);
 	struct mmsghdr mm[UDP_BATCH];
 	struct iovec iov[RX_FRAMES_MAX];
-	union udp_cmsg cb[UDP_BATCH];
+	union udp_cmsg *cb = c->udp.send_cb;
 	union {
 		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
 		struct cmsghdr align;

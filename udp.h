@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "drop.h"
 #include "fwd.h"
 #include "tap.h"
@@ -35,6 +37,16 @@ struct udp_pend {
 	uint32_t next;			/* next of the same flow, or FLOW_NONE */
 };
 
+/* Control data of one message udp_flow_send() sends: the segment size,
+ * then pktinfo. Kept in the context, zeroed with it once: the cmsg
+ * headers' padding is never written, and sendmmsg() hands all of
+ * msg_controllen to the kernel (uninitialised bytes under valgrind). */
+union udp_cmsg {
+	uint8_t b[CMSG_SPACE(sizeof(uint16_t)) +
+		  CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	struct cmsghdr align;
+};
+
 struct udp_state {
 	bool ready;			/* udp_init() ran */
 	uint32_t max_flows;		/* configured, capped by RLIMIT_NOFILE */
@@ -60,6 +72,7 @@ struct udp_state {
 	unsigned int npend, nqueued;
 	struct udp_pend pend[RX_FRAMES_MAX];
 	uint32_t queued[RX_FRAMES_MAX];	/* flows with pending datagrams */
+	union udp_cmsg send_cb[UDP_BATCH];	/* udp_flow_send() */
 };
 
 /* udp_init() - limits, forwarded-port sockets (-u). Start-up only. */
