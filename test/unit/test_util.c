@@ -2,9 +2,11 @@
  * refuses a waiting connection when the process is out of descriptors
  * (accept_refuse_spare(), used by tcp_fwd.c and vm.c). Loopback only. */
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 
 #include "unit.h"
@@ -20,18 +22,63 @@ static int lowest_free_fd(void)
 	return fd;
 }
 
-/* refuse_body() - lfd listens (non-blocking) with client waiting in its
- * queue; the fd limit is lowered to the lowest free number so accept()
- * fails; the spare must refuse the client (a reset) and come back. */
-static void refuse_body(int lfd, int client, int *spare, bool *ok)
+/* nofile_lowered() - fork a child that lowers our RLIMIT_NOFILE soft
+ * limit to cur from outside, as the integration tests do to ferry with
+ * prlimit (valgrind emulates a process's own setrlimit(), and its
+ * accept() beyond that limit takes the connection and closes it; nor
+ * can a child forked under valgrind at a low limit raise it again), and
+ * puts the old limit back when *back is closed. Returns the child (reap
+ * it), -1 when the limit was not lowered. */
+static pid_t nofile_lowered(rlim_t cur, int *back)
 {
-	struct rlimit rl;
+	pid_t self = getpid(), pid;
+	int ready[2], go[2];
+	char b = 0;
+
+	if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		struct rlimit old, low;
+
+		close(ready[0]);
+		close(go[1]);
+		if (!prlimit(self, RLIMIT_NOFILE, NULL, &old)) {
+			low = old;
+			low.rlim_cur = cur;
+			b = !prlimit(self, RLIMIT_NOFILE, &low, NULL);
+		}
+		if (write(ready[1], &b, 1) != 1 || !b)
+			_exit(1);
+		while (read(go[0], &b, 1) > 0)	/* until *back is closed */
+			;
+		_exit(prlimit(self, RLIMIT_NOFILE, &old, NULL) ? 1 : 0);
+	}
+	close(ready[1]);
+	close(go[0]);
+	if (pid < 0 || read(ready[0], &b, 1) != 1 || !b) {
+		close(go[1]);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(ready[0]);
+	*back = go[1];
+	return pid;
+}
+
+/* refuse_body() - lfd listens (non-blocking) with client waiting in its
+ * queue; the fd limit is lowered to the lowest free number (*limiter,
+ * see nofile_lowered()) so accept() fails; the spare must refuse the
+ * client (a reset) and come back. */
+static void refuse_body(int lfd, int client, int *spare, pid_t *limiter,
+			int *back, bool *ok)
+{
 	char b;
 	int s;
 
-	CHECK(!getrlimit(RLIMIT_NOFILE, &rl));
-	rl.rlim_cur = (rlim_t)lowest_free_fd();
-	CHECK(!setrlimit(RLIMIT_NOFILE, &rl));
+	*limiter = nofile_lowered((rlim_t)lowest_free_fd(), back);
+	CHECK(*limiter > 0);
 	s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	CHECK(s < 0 && errno == EMFILE);
 	CHECK(accept_refuse_spare(lfd, spare));
@@ -48,11 +95,10 @@ TEST(util_accept_refuse_spare)
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t al = sizeof(a);
-	int lfd, client, spare, none = -1;
-	struct rlimit rl;
+	int lfd, client, spare, none = -1, back = -1, st = 0;
+	pid_t limiter = -1;
 	bool ok = false;
 
-	CHECK(!getrlimit(RLIMIT_NOFILE, &rl));
 	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	CHECK(lfd >= 0);
 	CHECK(!bind(lfd, (struct sockaddr *)&a, sizeof(a)));
@@ -64,8 +110,12 @@ TEST(util_accept_refuse_spare)
 	spare = spare_fd_open();
 	CHECK(spare >= 0);
 	CHECK(!accept_refuse_spare(lfd, &none));	/* no spare: no refusal */
-	refuse_body(lfd, client, &spare, &ok);
-	setrlimit(RLIMIT_NOFILE, &rl);
+	refuse_body(lfd, client, &spare, &limiter, &back, &ok);
+	if (limiter > 0) {		/* the old limit back */
+		close(back);
+		CHECK(waitpid(limiter, &st, 0) == limiter);
+		CHECK(WIFEXITED(st) && !WEXITSTATUS(st));
+	}
 	close(spare);
 	close(client);
 	close(lfd);
