@@ -13,7 +13,10 @@
 #                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
 #   make lint       cppcheck + clang-tidy (.clang-tidy); non-zero exit on any
 #                   finding (a few minutes: not part of make check)
-#   make valgrind   unit tests built without sanitizers, under valgrind memcheck
+#   make valgrind   unit tests built without sanitizers, under valgrind memcheck,
+#                   then a subset of the integration tests with ferry under
+#                   memcheck (test/run.sh, FERRY_VALGRIND=1); not part of make
+#                   check; ends with "N passed, N failed"
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -125,9 +128,13 @@ build/unit-plain: $(LIBSRCS) $(UNIT_SRCS) $(HDRS) test/unit/unit.h test/fuzz/fuz
 	@mkdir -p build
 	$(CC) $(BASE) -O1 -g -DFERRY_TEST -I. -o $@ $(LIBSRCS) $(UNIT_SRCS)
 
-valgrind: build/unit-plain
-	valgrind --error-exitcode=1 --leak-check=no --track-fds=no \
-		--child-silent-after-fork=no ./build/unit-plain
+# ferry for valgrind: no sanitizers, the test-only features of ferry-test.
+build/ferry-plain: $(SRCS) $(HDRS) Makefile
+	@mkdir -p build
+	$(CC) $(BASE) -O1 -g -DFERRY_TEST -o $@ $(SRCS)
+
+valgrind: build/unit-plain build/ferry-plain
+	@FERRY_VALGRIND=1 bash test/run.sh
 
 build/fuzz/fuzz_scan: build/fuzz/obj/test/fuzz/fuzz_scan.o build/fuzz/obj/fwd_scan.o
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^

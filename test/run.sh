@@ -5,9 +5,25 @@
 #
 # Environment: FERRY_TESTS=PATTERN runs only pytest tests matching it (-k);
 # FERRY_BIN overrides the binary the integration tests start.
+#
+# FERRY_VALGRIND=1 (make valgrind): the unit tests built without
+# sanitizers (build/unit-plain) under valgrind memcheck, then the
+# integration test files in FERRY_VG_FILES (default: the VM-mode ones,
+# a few minutes; valgrind cannot run namespace mode, see conftest.py)
+# with every ferry under memcheck (build/ferry-plain); no rootless tests.
 set -u
 cd "$(dirname "$0")/.."
 pass=0; fail=0
+unit=(./build/unit); unit_what="ASan, UBSan"
+files=(test/integration --ignore=test/integration/test_rootless.py)
+if [ "${FERRY_VALGRIND:-}" = 1 ]; then
+	unit=(valgrind -q --error-exitcode=99 --leak-check=no --track-fds=no
+	      --suppressions=test/valgrind.supp ./build/unit-plain)
+	unit_what="valgrind memcheck"
+	export FERRY_BIN=${FERRY_BIN:-$PWD/build/ferry-plain}
+	vm_files="test/integration/test_vm.py test/integration/test_vhost_user.py"
+	read -ra files <<< "${FERRY_VG_FILES:-$vm_files}"
+fi
 
 count() {	# count LOG: add "N passed"/"N failed"/"N error" from a log
 	local p f e
@@ -25,11 +41,13 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-echo "== unit tests (ASan, UBSan)"
-./build/unit | tee "$log"
+echo "== unit tests ($unit_what)"
+"${unit[@]}" | tee "$log"
 rc=${PIPESTATUS[0]}
 count "$log"
-if [ "$rc" != 0 ] && ! grep -q "unit: .* failed" "$log"; then
+if [ "$rc" = 99 ] && [ "${FERRY_VALGRIND:-}" = 1 ]; then
+	echo "valgrind reported errors in the unit tests"; fail=$((fail + 1))
+elif [ "$rc" != 0 ] && ! grep -q "unit: .* failed" "$log"; then
 	echo "unit test binary crashed (exit $rc)"; fail=$((fail + 1))
 fi
 
@@ -56,13 +74,14 @@ pytest_in_sandbox() {	# pytest_in_sandbox WHAT ARGS...: run, count, check
 		echo "$what run broke (pytest exit $rc)"; fail=$((fail + 1))
 	fi
 }
-pytest_in_sandbox integration test/integration \
-	--ignore=test/integration/test_rootless.py
+pytest_in_sandbox integration "${files[@]}"
 
 # ferry as a real unprivileged user: the test switches uid, so it runs in
 # a sandbox without a user namespace, which only the real root can make.
 echo "== rootless tests (a real unprivileged uid)"
-if [ "$(id -u)" = 0 ] && [ "$(awk '{print $3}' /proc/self/uid_map)" = 4294967295 ]; then
+if [ "${FERRY_VALGRIND:-}" = 1 ]; then
+	echo "not run under valgrind (they copy the ferry binary)"
+elif [ "$(id -u)" = 0 ] && [ "$(awk '{print $3}' /proc/self/uid_map)" = 4294967295 ]; then
 	FERRY_SANDBOX_ROOT=1 pytest_in_sandbox rootless \
 		test/integration/test_rootless.py
 else

@@ -10,8 +10,18 @@ namespace (FERRY_SANDBOX_ROOT=1), to run ferry as a real unprivileged uid.
 
 Rules: no sleeping-and-hoping (use wait_for with a deadline); processes
 are only ever ended by the PIDs we started.
+
+FERRY_VALGRIND=1 (make valgrind) runs every ferry the tests start under
+valgrind memcheck (test/valgrind-ferry.sh, on FERRY_BIN): a test fails
+when one reported an error, and every deadline given to wait_for(), run()
+and Ferry is SLOW times longer (tests with deadlines of their own scale
+them by SLOW too). VM mode only: valgrind (3.19) cannot run namespace
+mode, it has no pidfd_open() and refuses ns.c's helper task,
+clone(CLONE_VM | CLONE_FILES | CLONE_VFORK), as "Unsupported clone()
+flags" (test/run.sh runs the VM-mode test files).
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -23,6 +33,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FERRY = os.environ.get("FERRY_BIN", str(ROOT / "ferry"))
+VALGRIND = os.environ.get("FERRY_VALGRIND") == "1"
+SLOW = 6 if VALGRIND else 1    # the one factor deadlines widen by
+if VALGRIND:
+    os.environ["FERRY_VG_BIN"] = FERRY
+    FERRY = str(ROOT / "test" / "valgrind-ferry.sh")
 
 HOST4, HOST6 = "198.51.100.2", "2001:db8::2"
 GW4, GW6 = "198.51.100.1", "2001:db8::1"
@@ -36,6 +51,7 @@ def pytest_sessionstart(session):
 
 def wait_for(pred, timeout=10.0, what="condition", interval=0.02):
     """Poll pred() until it returns a true value or the deadline passes."""
+    timeout *= SLOW
     deadline = time.monotonic() + timeout
     while True:
         v = pred()
@@ -55,7 +71,8 @@ def require(tool):
 
 def run(cmd, timeout=30, check=True, **kw):
     """Run a command in the sandbox host namespace."""
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       timeout=timeout * SLOW, **kw)
     if check and r.returncode != 0:
         raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}"
                              f"\nstderr:\n{r.stderr}")
@@ -122,7 +139,7 @@ class Ferry:
         full = ["nsenter", "-t", str(self.guest_pid), "-U", "-n",
                 "--preserve-credentials"] + cmd
         r = subprocess.run(full, capture_output=True, text=True,
-                           timeout=timeout, **kw)
+                           timeout=timeout * SLOW, **kw)
         if check and r.returncode != 0:
             raise AssertionError(f"guest: {cmd} exited {r.returncode}\n"
                                  f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}\n"
@@ -133,7 +150,7 @@ class Ferry:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=10 * SLOW)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -154,6 +171,50 @@ def start_fails(ferry_ns, args, held, tmp_path):
     assert rc != 0, f.output()
     assert not marker.exists()
     return f.output()
+
+
+def valgrind_reports(logdir, seen):
+    """The reports in the valgrind logs under logdir (vg.PID.log) beyond
+    the first seen[log] of each; updates seen. A report is a line
+    followed by a stack ("at 0x..."): an error or a fatal signal."""
+    new = []
+    for log in sorted(logdir.glob("vg.*.log")):
+        lines = log.read_text(errors="replace").splitlines()
+        starts = [i for i in range(len(lines) - 1)
+                  if re.match(r"==\d+== \S", lines[i])
+                  and re.match(r"==\d+==    at 0x", lines[i + 1])]
+        for i in starts[seen.get(log, 0):]:
+            j = i + 1
+            while j < len(lines) and re.match(r"==\d+== {3,}\S", lines[j]):
+                j += 1
+            new.append(f"{log.name}:\n" + "\n".join(lines[i:j]))
+        seen[log] = len(starts)
+    return new
+
+
+@pytest.fixture(scope="session")
+def _valgrind_logs(tmp_path_factory):
+    """FERRY_VALGRIND: one log directory for the session (a ferry may
+    outlive the test that started it); errors reported after the last
+    test fail the session's teardown."""
+    if not VALGRIND:
+        yield None
+        return
+    d = tmp_path_factory.mktemp("valgrind")
+    os.environ["FERRY_VG_LOGDIR"] = str(d)
+    seen = {}
+    yield d, seen
+    new = valgrind_reports(d, seen)
+    assert not new, "valgrind:\n" + "\n\n".join(new)
+
+
+@pytest.fixture(autouse=True)
+def _valgrind_clean(_valgrind_logs):
+    """FERRY_VALGRIND: fail the test during which valgrind reported."""
+    yield
+    if _valgrind_logs:
+        new = valgrind_reports(*_valgrind_logs)
+        assert not new, "valgrind:\n" + "\n\n".join(new)
 
 
 @pytest.fixture

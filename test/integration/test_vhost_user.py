@@ -19,7 +19,7 @@ import time
 import pytest
 
 import vmchecks
-from conftest import FERRY, HOST4, wait_for
+from conftest import FERRY, HOST4, SLOW, wait_for
 from test_vm import INBOUND
 from vmguest import (FerryVM, GuestSession, boot_twice, build_guest,
                      ferry_vms, host_side, host_side_stop, inbound_client,
@@ -36,7 +36,7 @@ REPLY = 1 << 2
 
 
 def recv_exact(s, n, timeout=5):
-    s.settimeout(timeout)
+    s.settimeout(timeout * SLOW)
     data = b""
     while len(data) < n:
         d = s.recv(n - len(data))

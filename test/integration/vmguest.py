@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import FERRY, ROOT, Ferry, wait_for
+from conftest import FERRY, ROOT, SLOW, Ferry, wait_for
 
 GUEST_DIR = ROOT / "test" / "guest"
 FRAME_MAX = 14 + 40 + 65535		# pkt.h: Ethernet + IPv6 + 64 KiB
@@ -72,7 +72,7 @@ class FerryVM(Ferry):
 
     def wait_exit(self, timeout=10):
         try:
-            return self.proc.wait(timeout=timeout)
+            return self.proc.wait(timeout=timeout * SLOW)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"ferry still running after {timeout}s:\n"
                                  + self.output())
@@ -167,6 +167,7 @@ class StreamClient:
 
     def wait_frame(self, pred, timeout=5.0, what="frame"):
         """Read frames until pred(frame) is true; return that frame."""
+        timeout *= SLOW
         deadline = time.monotonic() + timeout
         while True:
             while self.pending:
@@ -183,7 +184,7 @@ class StreamClient:
 
     def wait_closed(self, timeout=5.0):
         """True once ferry closes the connection (framing still checked)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * SLOW
         while not self.eof and time.monotonic() < deadline:
             try:
                 self.recv_some(max(0.01, deadline - time.monotonic()))
