@@ -153,7 +153,10 @@ bool tcp_opts_parse(const uint8_t *opt, size_t len, struct tcp_view *t)
 			t->tsval = rd32(opt + i + 2);
 			t->tsecr = rd32(opt + i + 6);
 			break;
-		default:		/* SACK blocks, MD5, ...: skipped */
+		case 5:			/* SACK blocks: their presence only */
+			t->has_sack = olen >= 10;
+			break;
+		default:		/* MD5, ...: skipped */
 			break;
 		}
 		i += olen;

@@ -63,6 +63,7 @@ struct tcp_view {
 	uint8_t doff;			/* header length in bytes */
 	/* Options: valid only when the has_* flag is set. */
 	bool has_mss, has_wscale, has_sack_perm, has_ts;
+	bool has_sack;			/* SACK blocks (not parsed) */
 	uint16_t mss;
 	uint8_t wscale;			/* clamped to 14 (RFC 7323 2.3) */
 	uint32_t tsval, tsecr;

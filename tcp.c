@@ -673,7 +673,10 @@ static void tcp_dirty(struct ctx *c, struct flow *fl)
 
 /* tcp_ack_input() - the guest's ACK and window (RFC 9293 3.10.7.4 step
  * 5): acknowledged bytes are marked for consumption, three duplicate ACKs
- * rewind, a grown window lets more data out. */
+ * rewind, a grown window lets more data out. A duplicate ACK has the
+ * window of the ACK before (RFC 5681), or SACK blocks whatever its window
+ * (RFC 6675): a guest receiving beyond a hole may grow its window in
+ * every one of them. */
 static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -718,7 +721,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 			tcp_timer_set(c, conn, TCP_RTO_MS);
 		conn->flags |= TCP_C_TX_NOW;
 	} else if (seq_eq(ack, conn->seq_acked_by_guest) &&
-		   !p->payload_len && !wnd_changed &&
+		   !p->payload_len && (!wnd_changed || t->has_sack) &&
 		   !(t->flags & (TCP_F_SYN | TCP_F_FIN)) &&
 		   seq_lt(ack, conn->seq_to_guest) && conn->dup_acks < 3 &&
 		   ++conn->dup_acks == 3) {

@@ -366,6 +366,52 @@ TEST(tcp_window_limits_and_dupack_rewind)
 	tconn_close(&g, a);
 }
 
+/* A guest that receives beyond a hole keeps growing its window in every
+ * duplicate ACK (Linux does while its receive buffer autotunes), so the
+ * same-window rule of RFC 5681 alone never sees three duplicates and
+ * only the RTO recovered (seen in test_tcp_faults.py captures: 18
+ * duplicate ACKs with SACK blocks and growing windows, no rewind). ACKs
+ * that carry SACK blocks are duplicates whatever their window (RFC 6675
+ * counts those); window updates without SACK blocks still are not. */
+TEST(tcp_sack_dupacks_with_growing_window_rewind)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40014 };
+	static char big[8000];
+	uint8_t sack[12] = { 1, 1, 5, 10 };
+	uint32_t first, i;
+	struct pkt p;
+	int a;
+
+	a = tconn_open(&g, true, NULL);
+	CHECK(a >= 0);
+	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	pump(c, 2000, 6);
+	CHECK_EQ(test_tx_n(c), 6);
+	CHECK(seg_at(c, 0, &p));
+	first = p.tcp.seq;
+	test_tx_reset(c);
+	/* window updates, no SACK blocks: not duplicates */
+	for (i = 0; i < 3; i++) {
+		g.wnd = (uint16_t)(1000 + i);
+		guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	}
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 0);
+	CHECK_EQ(test_tx_n(c), 0);
+	/* the first segment lost, the next ones SACKed, the window growing */
+	for (i = 0; i < 3; i++) {
+		wr32(sack + 4, first + 1460);
+		wr32(sack + 8, first + 1460 * (i + 2));
+		g.wnd = (uint16_t)(2000 + i);
+		guest_send(&g, TCP_F_ACK, NULL, 0, sack, sizeof(sack));
+	}
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	CHECK(test_tx_n(c) >= 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.seq, first);
+	tconn_close(&g, a);
+}
+
 /* After three duplicate ACKs rewind the send position, an ACK in the same
  * batch for everything (the guest had it all; only its ACKs were lost)
  * is taken: nothing is resent, new data follows the acknowledged end. */
