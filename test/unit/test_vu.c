@@ -300,6 +300,7 @@ static int send_msg(int fd, uint32_t req, uint32_t flags, const void *p,
 	if (nfds) {
 		struct cmsghdr *cm;
 
+		memset(cb.buf, 0, sizeof(cb.buf));	/* the padding too */
 		mh.msg_control = cb.buf;
 		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 		cm = CMSG_FIRSTHDR(&mh);
