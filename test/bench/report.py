@@ -171,7 +171,12 @@ def _mib(info, key):
 
 
 def render_text(rows):
-    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    """Aligned columns; rows may differ in length (the VM part has its own
+    header) and a selection may leave a table empty."""
+    if not rows:
+        return ""
+    n = max(len(r) for r in rows)
+    w = [max(len(r[i]) for r in rows if i < len(r)) for i in range(n)]
     return "\n".join("  ".join(c.ljust(w[i]) if i < 2 else c.rjust(w[i])
                                for i, c in enumerate(r)).rstrip() for r in rows)
 

@@ -157,3 +157,12 @@ def test_targets_section_has_markers_and_a_row_per_target():
     s = targets.section(_doc([_tcp("tcp1-g2h-v4-65520", 65520, 10, 9.5, 9)]))
     assert s.startswith(targets.TARGETS_B) and s.endswith(targets.TARGETS_E)
     assert s.count("\n| ") == 10	# header, separator, 8 targets (no VM rows)
+
+
+def test_render_text_takes_ragged_and_empty_tables():
+    """A BENCH_ONLY selection crashed the report after every run had
+    finished (IndexError: a table empty, or rows shorter than the first)."""
+    import report
+    assert report.render_text([]) == ""
+    t = report.render_text([["path", "unit", "veth"], ["VM", "x"], ["a", "b", "10", "2"]])
+    assert t.splitlines()[2].endswith("10  2")
