@@ -337,20 +337,25 @@ static uint32_t tcp_wnd_held(const struct tcp_conn *conn)
 static bool tcp_wnd_set(struct ctx *c, struct flow *fl, uint32_t free_)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	uint32_t old = conn->wnd_to_guest, low, m;
+	uint32_t old = conn->wnd_to_guest, cap, low, m;
 	bool was_low = conn->flags & TCP_C_WND_LOW;
 
-	/* Queued memory counts skb overhead: offer 3/4 of it as payload. */
-	m = MIN(free_ / 4 * 3, 65535u << TCP_WS_TO_GUEST);
 	/* A tap device drops frames beyond its queue (500): keep a window's
 	 * worth of the guest's frames well inside it. */
-	m = MIN(m, (uint32_t)TCP_WND_SEGS * tcp_frame_from_guest(c, fl));
+	cap = MIN(65535u << TCP_WS_TO_GUEST,
+		  (uint32_t)TCP_WND_SEGS * tcp_frame_from_guest(c, fl));
 	/* Whatever the guest sends inside the window fits the out-of-order
 	 * queue's per-connection limit. */
-	m = MIN(m, TCP_OOO_CONN_BYTES);
+	cap = MIN(cap, TCP_OOO_CONN_BYTES);
 	if (!conn->ws_to_guest)
-		m = MIN(m, 65535u);
-	low = MAX(conn->sndbuf / 4, 2u * conn->mss_to_guest);
+		cap = MIN(cap, 65535u);
+	/* Queued memory counts skb overhead: offer 3/4 of it as payload. */
+	m = MIN(free_ / 4 * 3, cap);
+	/* Low: the socket's free space, not a cap, holds the window down
+	 * (at MTU 1500 without TSO the 256-segment cap, 373 KB, sits below
+	 * a quarter of a 4 MiB send buffer: that is not a full socket, and
+	 * it must not cost an SO_MEMINFO per batch and EPOLLOUT for good). */
+	low = MIN(MAX(conn->sndbuf / 4, 2u * conn->mss_to_guest), cap);
 	if (m < low)
 		conn->wnd_base = m;
 	else if (m < conn->wnd_base - conn->wnd_base / 16 ||

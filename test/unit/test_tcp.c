@@ -1134,3 +1134,47 @@ TEST(tcp_wnd_edge_never_retracts)
 	CHECK_EQ(c->tcp.st.short_writes, 0);
 	tconn_close(&g, a);
 }
+
+/* At MTU 1500 without TSO (a qemu stream link, --no-offload) the window
+ * to the guest stops at its 256-segment cap (373 KB), below a quarter of
+ * the send buffer the kernel grows for a bulk connection: the cap, not a
+ * full socket, holds it down. Before, the connection counted as "low" for
+ * good: an SO_MEMINFO every batch and EPOLLOUT wanted all along (seen
+ * with vmack, doc/bench.md). A socket whose buffer does fill is low. */
+TEST(tcp_wnd_cap_is_not_low)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40032 };
+	static uint8_t seg[1460], sink[65536];
+	struct tcp_conn *conn;
+	int a, i, big = 4 << 20;
+
+	c->conf.mtu = 1500;
+	c->link.rx_tso = false;
+	a = tconn_open(&g, false, NULL);
+	CHECK(a >= 0);
+	conn = FLOW_PRIV(flow_first(&c->flows, FLOW_TCP), struct tcp_conn);
+	setsockopt(conn->sock, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	for (i = 0; i < 600; i++) {
+		test_tx_reset(c);
+		guest_send(&g, TCP_F_ACK, seg, sizeof(seg), NULL, 0);
+		advance(c, TCP_DELACK_MS + 1);
+		while (recv_all(a, sink, sizeof(sink)) > 0)
+			;
+	}
+	CHECK(conn->sndbuf / 4 > TCP_WND_SEGS * 1460u);	/* the case */
+	CHECK(!(conn->flags & (TCP_C_WND_LOW | TCP_C_WANT_OUT)));
+	CHECK(conn->wnd_to_guest <= TCP_WND_SEGS * 1460u);
+	CHECK(conn->wnd_to_guest >= TCP_WND_SEGS * 1460u / 16 * 15);
+	/* The host stops reading: once its buffers fill, the socket's free
+	 * space holds the window down, and that is low. */
+	for (i = 0; i < 20000 && !(conn->flags & TCP_C_WND_LOW); i++) {
+		test_tx_reset(c);
+		guest_send(&g, TCP_F_ACK, seg, sizeof(seg), NULL, 0);
+		advance(c, TCP_DELACK_MS + 1);
+	}
+	CHECK(conn->flags & TCP_C_WND_LOW);
+	CHECK(conn->flags & TCP_C_WANT_OUT);
+	CHECK_EQ(c->tcp.st.short_writes, 0);
+	tconn_close(&g, a);
+}
