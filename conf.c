@@ -21,7 +21,8 @@
  * Accepted but without effect in ferry (harmless for callers that pass
  * them): -e/--stderr (passt also ignores it), --repair-path,
  * --migrate-exit, --migrate-no-linger (live migration, not implemented).
- * --runas is accepted only naming the user ferry runs as (check_runas()).
+ * --runas is parsed here; whether and when ferry changes to that user
+ * (or to nobody) is priv.c's.
  * Options of pasta/passt whose effect ferry lacks are refused by name
  * (unsupported[]), never ignored: doc/compat.md lists them all.
  */
@@ -1106,22 +1107,6 @@ static void apply_log(const struct conf *c)
 		     MTU_MIN_IPV6);
 }
 
-/* check_runas() - ferry does not change its user after start-up, as
- * passt does for --runas: naming the user and group it already runs as
- * is accepted (callers pass "--runas 0:0" to keep root), any other is
- * refused rather than run as a user the caller did not ask for. */
-static void check_runas(const struct conf *c)
-{
-	if (!c->runas_set ||
-	    (c->run_uid == geteuid() && c->run_gid == getegid()))
-		return;
-	fprintf(stderr, "ferry: --runas: %u:%u is not the current user "
-		"%u:%u and ferry does not change user (start it as that "
-		"user)\n", (unsigned int)c->run_uid, (unsigned int)c->run_gid,
-		(unsigned int)geteuid(), (unsigned int)getegid());
-	exit(1);
-}
-
 /* one_line() - make err printable on one line (values are user text). */
 static void one_line(char *s)
 {
@@ -1152,6 +1137,5 @@ void conf_parse(struct conf *c, enum mode mode, int argc, char **argv)
 	case CONF_PRINT_NONE:
 		break;
 	}
-	check_runas(c);
 	apply_log(c);
 }

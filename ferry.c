@@ -3,8 +3,8 @@
  * main() picks the mode (ferry ns | ferry vm, or the program name pasta /
  * passt), parses the configuration, sets up the guest link and the
  * protocol modules and every forwarding listener, detaches (unless in the
- * foreground), only then lets the namespace command run, and runs the
- * event loop (loop.c). All state is in one struct ctx, allocated once
+ * foreground), gives up root (priv.c), only then lets the namespace
+ * command run, and runs the event loop (loop.c). All state is in one struct ctx, allocated once
  * here.
  */
 #include <errno.h>
@@ -24,6 +24,7 @@
 #include "ndp.h"
 #include "ns.h"
 #include "pcap.h"
+#include "priv.h"
 #include "util.h"
 #include "vm.h"
 
@@ -131,6 +132,7 @@ int main(int argc, char **argv)
 	c->pcap_fd = c->sigfd = c->child_pidfd = -1;
 	argv[skip] = argv[0];
 	conf_parse(&c->conf, mode, argc - skip, argv + skip);
+	priv_plan(c);
 
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0)
@@ -154,11 +156,13 @@ int main(int argc, char **argv)
 	 * it may connect to a -T/-U port at once. */
 	if (mode == MODE_NS) {
 		go = ns_start(c);
+		priv_ns_check(c);
 		udp_ns_init(c);
 	} else
 		vm_start(c);
 	tcp_fwd_init(c);
 	daemonize(c);
+	priv_drop(c);
 	ns_run_command(go);
 
 	loop(c);

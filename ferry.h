@@ -21,6 +21,7 @@
 #include "tap.h"
 #include "icmp.h"
 #include "ndp.h"
+#include "priv.h"
 #include "tcp.h"
 #include "tcp_fwd.h"
 #include "udp.h"
@@ -85,6 +86,7 @@ struct ctx {
 					 * user -1: not entered; valid once
 					 * ns_start() attached the tap */
 	pid_t child_pid;
+	struct priv priv;		/* giving up root (priv.c) */
 	bool quit;
 	int exit_code;
 

@@ -76,6 +76,7 @@
 #include "log.h"
 #include "netlink.h"
 #include "ns.h"
+#include "priv.h"
 #include "util.h"
 
 #define HELPER_STACK	(256 << 10)
@@ -237,8 +238,7 @@ static int ns_tap_open(void *arg)
 	return 0;
 }
 
-/* same_ns() - fd refers to the namespace of ours at /proc/self/ns/name. */
-static bool same_ns(int fd, const char *name)
+bool ns_same(int fd, const char *name)
 {
 	char path[64];
 	struct stat a, b;
@@ -334,22 +334,41 @@ static void __attribute__((noreturn)) child_exec(char **cmd)
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+/* child_user() - ferry gives up root after start-up (priv.c): the child
+ * changes to that user first, so the user namespace it creates belongs
+ * to the user ferry becomes, who can then still enter it. Dumpable
+ * again, or its /proc/self files stay root's and it cannot map itself. */
+static int child_user(const struct priv *p)
+{
+	int rc;
+
+	if (!p->drop)
+		return 0;
+	if ((rc = priv_switch_ids(p->uid, p->gid)))
+		return rc;
+	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) ? -errno : 0;
+}
+
 /* child_run() - the forked child (see top): new namespaces, report on
  * ready_w, wait for go_r, exec. Never returns. */
-static void __attribute__((noreturn)) child_run(char **cmd, pid_t parent,
-						int ready_w, int go_r)
+static void __attribute__((noreturn)) child_run(char **cmd,
+						const struct priv *p,
+						pid_t parent, int ready_w,
+						int go_r)
 {
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	int rc = 0;
+	uid_t uid;
+	gid_t gid;
 	char b;
+	int rc;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(1);
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNET))
-		rc = -errno;
-	else
-		rc = child_map_ids(uid, gid);
+	rc = child_user(p);
+	uid = geteuid();	/* as seen outside: read before unshare() */
+	gid = getegid();
+	if (!rc)
+		rc = unshare(CLONE_NEWUSER | CLONE_NEWNET) ? -errno :
+		     child_map_ids(uid, gid);
 	/* New credentials: make sure the death signal still holds. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(1);
@@ -381,7 +400,7 @@ static int ns_spawn(struct ctx *c, int *userns, int *netns)
 	if (!pid) {
 		close(ready[0]);
 		close(go[1]);
-		child_run(c->conf.cmd, parent, ready[1], go[0]);
+		child_run(c->conf.cmd, &c->priv, parent, ready[1], go[0]);
 	}
 	close(ready[1]);
 	close(go[0]);
@@ -431,7 +450,7 @@ static void ns_join(struct ctx *c, int *userns, int *netns)
 			*userns = open_ns(f->userns_path);
 	}
 	/* setns() refuses to re-enter our own user namespace: not needed. */
-	if (*userns >= 0 && same_ns(*userns, "user")) {
+	if (*userns >= 0 && ns_same(*userns, "user")) {
 		close(*userns);
 		*userns = -1;
 	}

@@ -2,6 +2,7 @@
 #ifndef FERRY_NS_H
 #define FERRY_NS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ctx;
@@ -23,5 +24,7 @@ int ns_call(const struct ctx *c, int (*fn)(void *arg), void *arg);
 /* ns_child_handler() - the command exited or the joined namespace went
  * away: sets c->quit and c->exit_code. */
 void ns_child_handler(struct ctx *c, uint32_t events);
+/* ns_same() - fd is the namespace of ours named name ("user", "net"). */
+bool ns_same(int fd, const char *name);
 
 #endif /* FERRY_NS_H */

@@ -442,17 +442,38 @@ def test_mtu_zero_leaves_tap_mtu(ferry_ns):
     assert mtus == [65520, 1500], mtus
 
 
-def test_runas_other_user_refused(links, tmp_path):
-    """--runas names the user passt changes to; ferry does not change
-    user, so another user fails at start naming the option, while the
-    current one is accepted (tools pass --runas 0:0 to stay root)."""
+def test_runas_in_the_sandbox(links, tmp_path):
+    """Here ferry is root of a user namespace mapping only uid 0 (the
+    sandbox; the caller's uid outside: the real root in CI, a user's uid
+    in a rootless run). No other user can be changed to: --runas naming
+    one fails at start, one line naming the option, before anything is
+    opened; without --runas ferry stays uid 0 (nobody is not mapped) and
+    says so at --debug; the current user (--runas 0:0, as tools pass it)
+    is accepted. The real change of user: test_rootless.py, as root."""
+    uid_map = open("/proc/self/uid_map").read().split()
+    assert os.geteuid() == 0 and uid_map[0] == "0" and uid_map[2] == "1", \
+        f"not the sandbox's user namespace: {uid_map}"
     me = f"{os.geteuid()}:{os.getegid()}"
     other = f"{os.geteuid() + 1}:{os.getegid() + 1}"
     sock = tmp_path / "s"
     r = ferry("-f", "-1", "-s", str(sock), "--runas", other,
               argv0=str(links / "passt"))
-    one_error_line(r, "--runas", other, "does not change user")
+    one_error_line(r, "--runas", other, "not mapped in this user namespace")
     assert not sock.exists()
+    p = subprocess.Popen([str(links / "passt"), "-f", "-d", "-s", str(sock)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        wait_for(lambda: sock.exists() or p.poll() is not None, 10,
+                 "the socket")
+        assert p.poll() is None, p.stderr.read()
+        st = open(f"/proc/{p.pid}/status").read()
+        assert re.search(r"^Uid:\s+0\s+0\s+0\s+0$", st, re.M), st
+        assert re.search(r"^NoNewPrivs:\s+0$", st, re.M), st
+    finally:
+        p.terminate()
+        assert "staying uid 0: nobody" in p.communicate(timeout=10)[1]
+    sock.unlink(missing_ok=True)
     # the same line with the current user starts (and -1 with a client
     # that leaves at once ends it)
     p = subprocess.Popen([str(links / "passt"), "-f", "-1", "-s", str(sock),

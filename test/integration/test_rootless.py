@@ -42,6 +42,7 @@ import pytest
 
 from conftest import FERRY, GW4, HOST4, require, run, wait_for
 from test_podman import HOST_ADDR, podman_args
+from vmguest import FerryVM, StreamClient, guest_tcp_exchange
 
 PORT = 18090		# the host's server the guests reach
 FWD_PORT = 18091	# forwarded by the user's ferry to the guest's port 80
@@ -147,11 +148,13 @@ def as_user(uid, argv):
 
 class Server:
     """A TCP server on the host (any address): one line to each client,
-    naming the address it came from."""
+    naming the address it came from; with echo, it reads a line from
+    the client first and answers "got LINE"."""
 
-    def __init__(self, port):
+    def __init__(self, port, echo=False):
         self.sock = socket.create_server(("0.0.0.0", port))
         self.peers = []
+        self.echo = echo
         self.t = threading.Thread(target=self._serve, daemon=True)
         self.t.start()
 
@@ -163,7 +166,10 @@ class Server:
                 return
             self.peers.append(a[0])
             with c:
-                c.sendall(f"hello {a[0]}\n".encode())
+                if self.echo:
+                    c.sendall(b"got " + c.makefile("rb").readline())
+                else:
+                    c.sendall(f"hello {a[0]}\n".encode())
 
     def close(self):
         self.sock.shutdown(socket.SHUT_RDWR)	# wakes accept()
@@ -334,4 +340,212 @@ def test_pasta_netns_as_unprivileged_user(user):
         if pid and Path(f"/proc/{pid}").exists() and \
                 Path(f"/proc/{pid}/exe").resolve() == d / "ferry":
             os.kill(pid, 9)
+        srv.close()
+
+
+# ------------------------------------------------ ferry started as root
+#
+# Started as the real root, ferry gives up root once everything
+# privileged is open (priv.c): to the --runas user, else to nobody; with
+# --runas 0:0 it stays root. These tests run as the real root here (the
+# user-namespace sandbox maps only its own root, where nobody cannot be
+# changed to: test_cli.py checks that side).
+
+def nobody_ids():
+    """nobody's uid and gid as priv.c reads them (65534 without one)."""
+    try:
+        pw = pwd.getpwnam("nobody")
+        return pw.pw_uid, pw.pw_gid
+    except KeyError:
+        return 65534, 65534
+
+
+@pytest.fixture
+def root_dir():
+    """A directory for a root test's files (not under pytest's tmp_path:
+    the command, as nobody, writes its pid file there)."""
+    if not real_root():
+        pytest.fail("needs the real root: test/run.sh runs this file with "
+                    "FERRY_SANDBOX_ROOT=1 test/sandbox.sh as root")
+    for tool in TOOLS:
+        require(tool)
+    d = Path(tempfile.mkdtemp(prefix="ferry-root-"))
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def dropped(st, uid, gid, caps="0000000000000000"):
+    """/proc status fields of a ferry that gave up root to uid:gid,
+    keeping the capabilities caps (permitted, effective, bounding)."""
+    assert st["Uid"] == [str(uid)] * 4 and st["Gid"] == [str(gid)] * 4, st
+    assert st["Groups"] == [], st
+    assert st["CapEff"] == st["CapPrm"] == st["CapBnd"] == [caps], st
+    assert st["CapInh"] == st["CapAmb"] == ["0000000000000000"], st
+    assert st["NoNewPrivs"] == ["1"], st
+
+
+class RootNs:
+    """`ferry ns -f --config-net ARGS -- sleep` started as root; .guest is
+    the command's pid once it runs (the drop happened before)."""
+
+    def __init__(self, d, args):
+        self.d, self.pidfile, self.log = d, d / "guest.pid", d / "ferry.log"
+        argv = [FERRY, "ns", "-f", "--config-net"] + list(args) + [
+            "--", "sh", "-c", f"echo $$ > {self.pidfile}; exec sleep 3600"]
+        with open(self.log, "w") as lf:
+            self.p = subprocess.Popen(argv, stdout=lf,
+                                      stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL)
+        self.guest = wait_for(self._guest_pid, 20, "the guest's command")
+        self.servers = []
+
+    def _guest_pid(self):
+        assert self.p.poll() is None, \
+            f"ferry exited ({self.p.returncode}):\n{self.log.read_text()}"
+        txt = self.pidfile.read_text().strip() \
+            if self.pidfile.exists() else ""
+        return txt if txt else None
+
+    def in_guest(self, argv):
+        """argv in the guest's user and network namespaces, as its root
+        (the real root is not mapped there: it would exec without
+        capabilities, and could not bind port 80)."""
+        return ["nsenter", "-t", self.guest, "-U", "-n"] + argv
+
+    def serve_80(self):
+        """The guest's server on port 80 (GUEST_SERVER), once listening."""
+        listening = self.d / f"listening{len(self.servers)}"
+        self.servers.append(subprocess.Popen(
+            self.in_guest(["python3", "-c", GUEST_SERVER, str(listening)]),
+            stdin=subprocess.DEVNULL))
+        wait_for(listening.exists, 20, "the guest's server on port 80")
+
+    def stop(self):
+        for s in self.servers:
+            s.kill()
+            s.wait()
+        if self.p.poll() is None:
+            self.p.terminate()
+        self.p.wait(timeout=20)
+
+
+def read_line(addr, port, deadline=20):
+    """The first line a server at addr:port sends, retrying until it
+    answers (an auto-forwarded port appears after ferry's next scan)."""
+    def attempt():
+        try:
+            with socket.create_connection((addr, port), timeout=5) as s:
+                return s.makefile().readline().strip() or None
+        except OSError:
+            return None
+    return wait_for(attempt, deadline, f"a line from {addr}:{port}")
+
+
+def test_root_ns_mode_drops_to_nobody(root_dir):
+    """Without --runas, ferry started as root runs as nobody once set up:
+    all uids and gids nobody's, no groups, no capability in any set,
+    no_new_privs; its command runs as nobody outside too (root of its
+    own user namespace, which nobody owns: ferry keeps entering it).
+    Traffic after the drop: the guest reaches the host's server, and the
+    forwarded port reaches the guest's server both through the tap (from
+    the host's address) and spliced (from loopback: ferry opens the
+    socket inside the namespace after the drop)."""
+    uid, gid = nobody_ids()
+    srv = Server(PORT)
+    f = RootNs(root_dir, ["-t", f"{FWD_PORT}:80", "-u", "none"])
+    try:
+        dropped(status(f.p.pid), uid, gid)
+        assert status(f.guest)["Uid"] == [str(uid)] * 4
+        assert "running as %d:%d" % (uid, gid) in f.log.read_text()
+        r = run(f.in_guest(["python3", "-c", GUEST_CHECK, HOST4, GW4,
+                            str(PORT)]), check=False, timeout=60)
+        assert r.returncode == 0, f"{r.stderr}\nferry:\n{f.log.read_text()}"
+        assert r.stdout.strip() == "hello 127.0.0.1", r.stdout
+        f.serve_80()
+        assert read_line(HOST4, FWD_PORT) == f"guest says hello to {GW4}"
+        assert read_line("127.0.0.1", FWD_PORT).startswith("guest says")
+    finally:
+        f.stop()
+        srv.close()
+
+
+def test_root_auto_forward_keeps_low_ports(root_dir):
+    """With -t auto ferry opens host listeners after the drop, for the
+    ports the guest listens on: it keeps CAP_NET_BIND_SERVICE (and only
+    that) so a guest server on port 80 is reached on the host's port 80."""
+    uid, gid = nobody_ids()
+    f = RootNs(root_dir, ["-t", "auto", "-u", "none"])
+    try:
+        dropped(status(f.p.pid), uid, gid, caps="0000000000000400")
+        f.serve_80()
+        assert read_line(HOST4, 80) == f"guest says hello to {GW4}"
+    finally:
+        f.stop()
+
+
+def test_root_runas_0_keeps_root(root_dir):
+    """--runas 0:0 (sandboxing tools pass it) keeps root, capabilities
+    and all, and no_new_privs unset."""
+    f = RootNs(root_dir, ["-t", "none", "-u", "none", "--runas", "0:0"])
+    try:
+        st = status(f.p.pid)
+        assert st["Uid"] == ["0"] * 4 and st["Gid"] == ["0"] * 4, st
+        assert int(st["CapEff"][0], 16) >> 21 & 1, st	# CAP_SYS_ADMIN
+        assert st["NoNewPrivs"] == ["0"], st
+        assert status(f.guest)["Uid"] == ["0"] * 4
+    finally:
+        f.stop()
+
+
+def test_root_joined_netns_runas_refused(root_dir):
+    """A network namespace the real root made ("ip netns add") cannot be
+    entered by another user: --runas naming one fails at start-up with
+    one line; without --runas ferry warns and keeps root."""
+    ns = f"ferry-priv-{os.getpid()}"
+    run(["ip", "netns", "add", ns])
+    try:
+        r = run([FERRY, "ns", "-f", "--netns", ns, "--runas", "12345"],
+                check=False, timeout=30)
+        assert r.returncode == 1, r.stdout + r.stderr
+        err = [ln for ln in r.stderr.splitlines() if "--runas" in ln]
+        assert len(err) == 1 and "could not enter" in err[0], r.stderr
+        log = root_dir / "ferry.log"
+        with open(log, "w") as lf:
+            p = subprocess.Popen([FERRY, "ns", "-f", "--netns", ns],
+                                 stdout=lf, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: "staying root" in log.read_text(), 20,
+                     "the warning")
+            assert status(p.pid)["Uid"] == ["0"] * 4
+        finally:
+            p.terminate()
+            p.wait(timeout=20)
+    finally:
+        run(["ip", "netns", "del", ns], check=False)
+
+
+def test_root_vm_mode_runas_user(root_dir):
+    """`ferry vm --runas UID:GID` as root: that user once listening, and a
+    qemu stand-in exchanges TCP data with a host server through it; after
+    it leaves, the next client (accepted after the drop) does too."""
+    uid = unused_uid()
+    srv = Server(PORT, echo=True)
+    f = FerryVM(root_dir, ["--runas", f"{uid}:{uid + 1}"])
+    try:
+        wait_for(lambda: "running as" in f.output(), 10, "the drop")
+        dropped(status(f.proc.pid), uid, uid + 1)
+        for i in range(2):
+            c = StreamClient(f.sock)
+            got = guest_tcp_exchange(c, HOST4, GW4, PORT, b"ping %d\n" % i,
+                                     sport=40100 + i)
+            assert got == b"got ping %d\n" % i, got
+            c.close()
+            # one client at a time: the next once ferry saw this one go
+            wait_for(lambda: f.output().count("guest disconnected") > i, 10,
+                     "ferry to see the client leave")
+        assert f.alive(), f.output()
+    finally:
+        f.stop()
         srv.close()

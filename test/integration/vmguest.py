@@ -642,3 +642,54 @@ def boot_twice(g, tmp, script, files, what, **kw):
     print("\n".join(x for x in g.boot1.out.splitlines()
                     if x.startswith("INFO")))
     print("ferry from/to guest frames, drops:", ferry_stats(g.ferry))
+
+
+def _tcp_frame(dst_mac, src, dst, sport, dport, seq, ack, flags, data=b"",
+               opts=b""):
+    """An Ethernet + IPv4 + TCP frame from the guest (GUEST_MAC)."""
+    off = (20 + len(opts)) // 4
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq, ack, off << 4, flags,
+                      65535, 0, 0) + opts + data
+    pseudo = ip4(src) + ip4(dst) + struct.pack(">BBH", 0, 6, len(tcp))
+    tcp = tcp[:16] + struct.pack(">H", csum(pseudo + tcp)) + tcp[18:]
+    iph = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64,
+                      6, 0, ip4(src), ip4(dst))
+    iph = iph[:10] + struct.pack(">H", csum(iph)) + iph[12:]
+    return dst_mac + GUEST_MAC + b"\x08\x00" + iph + tcp
+
+
+def _tcp_of(frame, sport, dport):
+    """(seq, flags, payload) of an IPv4 TCP frame sport -> dport, or None."""
+    if len(frame) < 54 or frame[12:14] != b"\x08\x00" or frame[23] != 6:
+        return None
+    ihl = (frame[14] & 15) * 4
+    tot = struct.unpack(">H", frame[16:18])[0]
+    t = frame[14 + ihl:14 + tot]
+    if len(t) < 20 or struct.unpack(">HH", t[:4]) != (sport, dport):
+        return None
+    seq, flags = struct.unpack(">I", t[4:8])[0], t[13]
+    return seq, flags, t[(t[12] >> 4) * 4:]
+
+
+def guest_tcp_exchange(c, guest, gw, port, line, sport=40123):
+    """As the guest on StreamClient c (address guest): connect to gw:port
+    through ferry, send line, return the first data the server sends back
+    (ferry's handshake and both directions of data)."""
+    c.send_frame(arp_request(gw, sender=guest))
+    mac = arp_reply_for(c.wait_frame(is_arp_reply(gw), 10, "ARP reply"), gw)
+    mss = b"\x02\x04\x05\xb4"
+    c.send_frame(_tcp_frame(mac, guest, gw, sport, port, 1000, 0, 0x02,
+                            opts=mss))
+    synack = c.wait_frame(
+        lambda f: (_tcp_of(f, port, sport) or (0, 0))[1] & 0x12 == 0x12, 10,
+        f"SYN-ACK from {gw}:{port}")
+    srv = _tcp_of(synack, port, sport)[0] + 1
+    c.send_frame(_tcp_frame(mac, guest, gw, sport, port, 1001, srv, 0x18,
+                            line))
+    got = c.wait_frame(lambda f: bool((_tcp_of(f, port, sport) or
+                                       (0, 0, b""))[2]), 10,
+                       f"data from {gw}:{port}")
+    seq, _, data = _tcp_of(got, port, sport)
+    c.send_frame(_tcp_frame(mac, guest, gw, sport, port, 1001 + len(line),
+                            seq + len(data), 0x14))		# RST|ACK: done
+    return data

@@ -4,6 +4,7 @@
  * and --help covering every long option. */
 #include <arpa/inet.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,7 @@ TEST(conf_dns_and_names)
 TEST(conf_paths_sizes_ids)
 {
 	static char longpath[PATH_MAX + 10];
+	const struct passwd *pw;
 	struct run r = { 0 };
 
 	memset(longpath, 'p', sizeof(longpath) - 1);
@@ -472,6 +474,33 @@ TEST(conf_paths_sizes_ids)
 	CHECK(NS(&r, "--runas", "1000:1001"));
 	CHECK(r.c->run_uid == 1000 && r.c->run_gid == 1001);
 	CHECK(NS(&r, "--runas", "root:root"));
+	CHECK(r.c->run_uid == 0 && r.c->run_gid == 0);
+	CHECK(NS(&r, "--runas", "1000"));	/* no entry: gid = uid */
+	CHECK(r.c->run_uid == 1000 && r.c->run_gid == 1000);
+	CHECK(NS(&r, "--runas", "root:7"));
+	CHECK(r.c->run_uid == 0 && r.c->run_gid == 7);
+	CHECK(VM(&r, "--runas", "7:root"));
+	CHECK(r.c->run_uid == 7 && r.c->run_gid == 0);
+	if ((pw = getpwnam("nobody"))) {	/* its primary group */
+		CHECK(NS(&r, "--runas", "nobody"));
+		CHECK(r.c->run_uid == pw->pw_uid && r.c->run_gid == pw->pw_gid);
+	}
+	CHECK(!NS(&r, "--runas", ""));
+	CHECK(err_has(&r, "--runas", "''"));
+	CHECK(!NS(&r, "--runas", ":0"));
+	CHECK(err_has(&r, "--runas", "''"));
+	CHECK(!NS(&r, "--runas", "0:"));
+	CHECK(err_has(&r, "--runas", "''"));
+	CHECK(!NS(&r, "--runas", "-1"));
+	CHECK(err_has(&r, "--runas", "'-1'"));
+	CHECK(!NS(&r, "--runas", "4294967295"));	/* (uid_t)-1 */
+	CHECK(err_has(&r, "--runas", "'4294967295'"));
+	CHECK(!NS(&r, "--runas", "0:4294967295"));
+	CHECK(err_has(&r, "--runas", "'4294967295'"));
+	CHECK(!NS(&r, "--runas", "1:2:3"));
+	CHECK(err_has(&r, "--runas", "'2:3'"));
+	CHECK(!NS(&r, "--runas", "12abc"));
+	CHECK(err_has(&r, "--runas", "'12abc'"));
 	CHECK(!NS(&r, "--runas", "no-such-user-x"));
 	CHECK(err_has(&r, "--runas", "'no-such-user-x'"));
 	CHECK(!NS(&r, "--runas", "0:no-such-group-x"));
