@@ -42,6 +42,7 @@ import pytest
 
 from conftest import FERRY, GW4, HOST4, require, run, wait_for
 from test_podman import HOST_ADDR, podman_args
+from test_vhost_user import F_VERSION_1, GET_FEATURES, FrontEnd
 from vmguest import FerryVM, StreamClient, guest_tcp_exchange
 
 PORT = 18090		# the host's server the guests reach
@@ -526,26 +527,52 @@ def test_root_joined_netns_runas_refused(root_dir):
         run(["ip", "netns", "del", ns], check=False)
 
 
-def test_root_vm_mode_runas_user(root_dir):
-    """`ferry vm --runas UID:GID` as root: that user once listening, and a
-    qemu stand-in exchanges TCP data with a host server through it; after
-    it leaves, the next client (accepted after the drop) does too."""
-    uid = unused_uid()
-    srv = Server(PORT, echo=True)
-    f = FerryVM(root_dir, ["--runas", f"{uid}:{uid + 1}"])
+def vm_clients_after_drop(root_dir, args, uid, gid, client):
+    """`ferry vm ARGS` as root: uid:gid once listening (dropped()); then
+    client(ferry, i) twice, for a client ferry accepts before and one it
+    accepts after the first left (one at a time: the second connects
+    once ferry saw the first go)."""
+    f = FerryVM(root_dir, args)
     try:
         wait_for(lambda: "running as" in f.output(), 10, "the drop")
-        dropped(status(f.proc.pid), uid, uid + 1)
+        dropped(status(f.proc.pid), uid, gid)
         for i in range(2):
-            c = StreamClient(f.sock)
-            got = guest_tcp_exchange(c, HOST4, GW4, PORT, b"ping %d\n" % i,
-                                     sport=40100 + i)
-            assert got == b"got ping %d\n" % i, got
-            c.close()
-            # one client at a time: the next once ferry saw this one go
-            wait_for(lambda: f.output().count("guest disconnected") > i, 10,
+            client(f, i)
+            wait_for(lambda: f.output().count("disconnected") > i, 10,
                      "ferry to see the client leave")
         assert f.alive(), f.output()
     finally:
         f.stop()
+
+
+def test_root_vm_mode_runas_user(root_dir):
+    """`ferry vm --runas UID:GID` as root: that user once listening, and a
+    qemu stand-in exchanges TCP data with a host server through it; after
+    it leaves, the next client (accepted after the drop) does too."""
+    def client(f, i):
+        c = StreamClient(f.sock)
+        got = guest_tcp_exchange(c, HOST4, GW4, PORT, b"ping %d\n" % i,
+                                 sport=40100 + i)
+        assert got == b"got ping %d\n" % i, got
+        c.close()
+
+    uid = unused_uid()
+    srv = Server(PORT, echo=True)
+    try:
+        vm_clients_after_drop(root_dir, ["--runas", f"{uid}:{uid + 1}"],
+                              uid, uid + 1, client)
+    finally:
         srv.close()
+
+
+def test_root_vhost_user_drops_and_serves_next(root_dir):
+    """`ferry vm --vhost-user` as root, without --runas: nobody once
+    listening; a front-end is answered, and after it leaves the next one
+    (accepted after the drop) too."""
+    def client(f, i):
+        fe = FrontEnd(f.sock)
+        assert fe.u64(GET_FEATURES) & F_VERSION_1
+        fe.close()
+
+    uid, gid = nobody_ids()
+    vm_clients_after_drop(root_dir, ["--vhost-user"], uid, gid, client)
