@@ -102,7 +102,7 @@ static void daemonize(struct ctx *c)
 	/* epoll reports a signalfd ready only for signals to the process
 	 * that added it (signalfd(2)): the daemon adds its own, or SIGTERM
 	 * would never end it. */
-	epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->sigfd, NULL);
+	ep_del(c, c->sigfd);
 	close(c->sigfd);
 	signals_init(c);
 	setsid();
@@ -136,6 +136,10 @@ int main(int argc, char **argv)
 
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (c->epfd < 0)
+		die("epoll_create1: %s", strerror(errno));
+	c->ctl_epfd = -1;		/* only a stream link stalls (loop.c) */
+	if (mode == MODE_VM && !c->conf.vhost_user &&
+	    (c->ctl_epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		die("epoll_create1: %s", strerror(errno));
 	now_mono(&c->now);
 	tap_init(c);

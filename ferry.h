@@ -64,6 +64,10 @@ struct stats {
 struct ctx {
 	struct conf conf;
 	int epfd;
+	/* The loop's control set (loop.c): the fds served while the guest
+	 * link is stalled (link, listener, signals, child); -1 when the
+	 * link never stalls (namespace mode, vhost-user). */
+	int ctl_epfd;
 	struct timespec now;		/* updated once per loop iteration */
 	struct timespec timer_due;	/* earliest module timer requested */
 	bool timer_armed;
@@ -102,7 +106,8 @@ struct ctx {
 };
 
 /* ep_add()/ep_mod()/ep_del() - register fd with the loop under a
- * reference. Return 0 or -errno. */
+ * reference (control fds also in the control set, see loop.c). Return 0
+ * or -errno. */
 int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref);
 int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref);
 void ep_del(struct ctx *c, int fd);

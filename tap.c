@@ -11,11 +11,16 @@
  * and flushed by the backend after each read round (tap_handler()) and
  * once per event-loop iteration.
  * A backend that cannot wait for its fd (the qemu stream socket, whose
- * writes may end inside a frame) marks the link stalled instead: new
- * frames stay queued, unsent, until the backend's tx_resume() has written
- * the rest of the cut frame on EPOLLOUT (tap_handler()); when the batch
- * fills up meanwhile, its frames are dropped and counted (TX_FULL) so
- * the newest go on. Nothing here ever waits for the guest.
+ * writes may end inside a frame) marks the link stalled instead and
+ * leaves what it could not write at the front of the batch (tx.hold):
+ * new frames queue behind, unsent, until the backend's tx_resume() has
+ * written the held ones on EPOLLOUT (tap_handler()). Meanwhile the loop
+ * reads no host socket (loop.c), so what still comes is bounded: frames
+ * answering the guest and TCP data its ACKs let out. When a reservation
+ * finds no room, the held frames move to the start of the buffer
+ * (tx_compact()); only a batch that is full even then is dropped and
+ * counted (TX_FULL), all but a partly written first frame, so the
+ * newest go on. Nothing here ever waits for the guest.
  * pcap capture of both directions happens here, so it is the same for
  * every backend.
  *
@@ -56,6 +61,13 @@ void tap_init(struct ctx *c)
 	c->link.rx.buf = alloc_startup(RX_BUF_SIZE);
 }
 
+/* tx_reset() - an empty batch: nothing queued, nothing held. */
+static void tx_reset(struct tx_batch *tx)
+{
+	tx->n = tx->hold = 0;
+	tx->used = tx->hold_done = 0;
+}
+
 void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
 {
 	c->link.ops = ops;
@@ -64,8 +76,7 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
 	c->link.tx_stalled = false;
 	c->link.tx_gso = c->link.tx_csum_partial = c->link.rx_tso = false;
 	c->link.tx_uso = false;
-	c->link.tx.n = 0;
-	c->link.tx.used = 0;
+	tx_reset(&c->link.tx);
 	c->link.rx.n = 0;
 	c->link.rx.fill = 0;
 	c->link.rx.consumed = 0;
@@ -76,8 +87,7 @@ void tap_detach(struct ctx *c)
 	c->link.fd = -1;
 	c->link.up = false;
 	c->link.tx_stalled = false;
-	c->link.tx.n = 0;
-	c->link.tx.used = 0;
+	tx_reset(&c->link.tx);
 	c->link.rx.fill = 0;
 	c->link.rx.consumed = 0;
 	c->link.rx.n = 0;
@@ -280,22 +290,51 @@ void tap_handler(struct ctx *c, uint32_t events)
 		link_closed(c);
 }
 
-/* tx_make_room() - empty the batch for new frames: flush it, and if the
- * link is stalled (the frames stayed queued), drop them (TX_FULL), oldest
- * first, rather than refuse the new ones: TCP resends what it lost, and
- * a producer that finds no room would have no event to come back on. */
-static void tx_make_room(struct ctx *c)
+/* tx_compact() - move the queued frames (held by a stalled link) to the
+ * start of the buffer: the space of frames written since the batch was
+ * last empty becomes free. Offsets never decrease along f[] (commits and
+ * fault.c append), so the first frame starts the live bytes. */
+static void tx_compact(struct tx_batch *tx)
+{
+	size_t from = tx->n ? tx->f[0].off : tx->used;
+	unsigned int i;
+
+	if (!from)
+		return;
+	memmove(tx->buf, tx->buf + from, tx->used - from);
+	for (i = 0; i < tx->n; i++)
+		tx->f[i].off -= (uint32_t)from;
+	tx->used -= from;
+}
+
+/* tx_drop_queued() - a stalled link's batch is full even compacted: drop
+ * the queued frames (TX_FULL) but a partly written first one, which the
+ * peer must get whole, rather than refuse new ones: TCP resends what it
+ * lost, and a producer that finds no room would have no event to come
+ * back on. */
+static void tx_drop_queued(struct ctx *c)
 {
 	struct tx_batch *tx = &c->link.tx;
+	unsigned int keep = tx->hold && tx->hold_done ? 1 : 0;
 
-	tap_flush(c);
-	if (!c->link.tx_stalled)
-		return;
-	while (tx->n) {
+	while (tx->n > keep) {
 		drop(c, DROP_TX_FULL);
 		tx->n--;
 	}
-	tx->used = 0;
+	tx->hold = MIN(tx->hold, keep);
+	tx->used = keep ? tx->f[0].off + c->link.ops->tx_prefix +
+			  tx->f[0].len : 0;
+	tx_compact(tx);
+}
+
+/* tx_make_room() - room for new frames: flush the batch; if the link is
+ * stalled (the frames stayed queued), compact it instead. The caller
+ * checks what fits then. */
+static void tx_make_room(struct ctx *c)
+{
+	tap_flush(c);
+	if (c->link.tx_stalled)
+		tx_compact(&c->link.tx);
 }
 
 uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len)
@@ -312,6 +351,8 @@ uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len)
 		tx_make_room(c);
 		if (!c->link.up)
 			return NULL;
+		if (tx->n == TX_FRAMES_MAX || tx->used + need > TX_BUF_SIZE)
+			tx_drop_queued(c);
 	}
 	tx->pending_off = tx->used;
 	return tx->buf + tx->used + c->link.ops->tx_prefix;
@@ -359,6 +400,8 @@ unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
 		tx_make_room(c);
 		if (!c->link.up)
 			return 0;
+		if (!tx_slots(tx, stride, n))
+			tx_drop_queued(c);
 	}
 	k = tx_slots(tx, stride, n);
 	tx->pending_off = tx->used;
@@ -429,8 +472,10 @@ void tap_flush(struct ctx *c)
 #ifdef FERRY_TEST
 	fault_tx(c);		/* --fault: drop, duplicate, reorder */
 #endif
-	if (!tx->n)
+	if (!tx->n) {
+		tx->used = 0;	/* after the last held frames went */
 		return;
+	}
 	if (c->pcap_fd >= 0) {
 		struct iovec iov[TX_FRAMES_MAX];
 		size_t pfx = c->link.ops->tx_prefix;
@@ -444,8 +489,9 @@ void tap_flush(struct ctx *c)
 	}
 	if (c->link.ops->flush(c) < 0)
 		link_closed(c);
-	tx->n = 0;
-	tx->used = 0;
+	else if (c->link.tx_stalled)	/* the backend holds the rest */
+		return;
+	tx_reset(tx);
 }
 
 uint8_t *tap_eth_to_guest(const struct ctx *c, uint8_t *f, uint16_t type)

@@ -34,6 +34,11 @@ struct tx_batch {
 	uint8_t *buf;			/* TX_BUF_SIZE bytes */
 	size_t used;			/* bytes used in buf */
 	unsigned int n;			/* frames queued */
+	/* While the link is stalled: the first hold frames were handed to
+	 * the backend (captured, faults applied) and not all written yet;
+	 * hold_done bytes of the first one (prefix included) are. */
+	unsigned int hold;
+	size_t hold_done;
 	size_t pending_off;		/* reserved, not yet committed */
 	size_t pending_stride;		/* tap_tx_reserve_many() slot size */
 	struct { uint32_t off, len; } f[TX_FRAMES_MAX]; /* off: prefix */
@@ -68,16 +73,17 @@ struct link_ops {
 	int (*rx)(struct ctx *c);
 	/* Write queued frames; return 0, or -1 when the peer went away.
 	 * Must leave c->link.tx empty (dropping and counting frames it
-	 * cannot send). A backend that may be cut off in the middle of a
-	 * frame sets c->link.tx_stalled instead of waiting: it keeps the
-	 * rest of that frame and tap.c holds new frames back until
-	 * tx_resume() has written it. */
+	 * cannot send), unless it sets c->link.tx_stalled: a backend whose
+	 * fd may take only part of the batch (ending inside a frame) never
+	 * waits; it leaves the unwritten frames at the front of the batch
+	 * (tx.hold, tx.hold_done) and tap.c queues new ones behind them
+	 * until tx_resume() has written them. */
 	int (*flush)(struct ctx *c);
 	/* Only with tx_stalled (NULL for backends that never stall): write
-	 * what the backend kept of a cut frame, without waiting. Return 1
-	 * when it is written (tx_stalled cleared), 0 when the fd still
-	 * cannot take it (the backend waits for EPOLLOUT on the link fd),
-	 * -1 when the peer went away. */
+	 * the held frames, without waiting, and take them off the batch.
+	 * Return 1 when all are written (tx_stalled cleared), 0 when the fd
+	 * cannot take the rest now (the backend waits for EPOLLOUT on the
+	 * link fd), -1 when the peer went away. */
 	int (*tx_resume)(struct ctx *c);
 	/* Write the prefix for a frame of len bytes at pfx. */
 	void (*fill_prefix)(uint8_t *pfx, size_t len);
@@ -91,7 +97,8 @@ struct link {
 	bool up;
 	/* The link cannot take frames now: the backend's last write was cut
 	 * short (see link_ops flush and tx_resume). Frames stay queued in tx
-	 * until it can; tap_handler() resumes on EPOLLOUT. */
+	 * until it can; tap_handler() resumes on EPOLLOUT. Meanwhile the
+	 * loop stops reading host sockets (loop.c): back-pressure. */
 	bool tx_stalled;
 	/* Offloads (tap with virtio-net headers, set by tapdev_attach()):
 	 * TCP frames to the guest may be GSO super-frames, and may carry a
@@ -128,9 +135,12 @@ void tap_handler(struct ctx *c, uint32_t events);
 void tap_input(struct ctx *c);
 
 /* tap_tx_reserve() - room for one frame of up to max_len bytes; flushes a
- * full batch first (if the link is stalled, the queued frames are dropped
- * instead, DROP_TX_FULL: the newest go on). Returns the frame start (Ethernet header), or NULL
- * when max_len can never fit or no peer is connected. */
+ * full batch first. If the link is stalled, the queued frames are moved
+ * to the start of the buffer instead; only when the batch is still full
+ * (TX_FRAMES_MAX frames or TX_BUF_SIZE bytes held) are they dropped,
+ * DROP_TX_FULL, all but a partly written first one: the newest go on.
+ * Returns the frame start (Ethernet header), or NULL when max_len can
+ * never fit or no peer is connected. */
 uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len);
 
 /* tap_tx_commit() - queue the frame started by the last reserve, len
@@ -139,7 +149,9 @@ void tap_tx_commit(struct ctx *c, size_t len);
 
 /* tap_tx_reserve_many() - room for up to n frames of up to max_len bytes
  * each, at a fixed stride (so a batch receive can fill them in place);
- * flushes first when fewer than n would fit. Fills frames[] and returns
+ * flushes first when fewer than n would fit (a stalled link: as
+ * tap_tx_reserve(), but fewer slots than n are given rather than queued
+ * frames dropped, as long as one fits). Fills frames[] and returns
  * how many slots there are (0: no peer, or max_len can never fit).
  * Nothing else may reserve or commit until tap_tx_commit_many(). */
 unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,

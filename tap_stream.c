@@ -13,25 +13,28 @@
  * Transmit: each queued frame in c->link.tx already has its length
  * prefix, so one sendmsg() with one iovec per frame writes the batch.
  * The socket is never waited for. If it takes only part of the batch,
- * the frames after the one that was cut are dropped and counted
- * (TX_FULL: TCP recovers them), the unsent rest of the cut frame (if the
- * cut is inside one) is copied to a buffer of our own, and the link is
- * marked stalled (c->link.tx_stalled) with EPOLLOUT armed on the socket.
- * While it is stalled tap.c keeps new frames queued; on EPOLLOUT,
- * stream_tx_resume() writes the rest of the cut frame (in as many
- * non-blocking sends as the socket needs) and only then does the next
- * batch go. So the peer always sees whole frames, one after the other,
- * and no peer can hold the loop: a reader that drains a byte a second
- * only slows its own link.
+ * the frames written leave the batch, the rest stay at its front (held:
+ * tx.hold frames, tx.hold_done bytes of the first already written),
+ * and the link is marked stalled (c->link.tx_stalled) with EPOLLOUT
+ * armed on the socket. While it is stalled tap.c queues new frames
+ * behind the held ones and the loop reads no host socket (loop.c): TCP
+ * flow control, not a drop, slows the senders. On EPOLLOUT,
+ * stream_tx_resume() writes the held frames (in as many non-blocking
+ * sends as the socket needs) and only then does the next batch go. So
+ * the peer always sees whole frames, one after the other, none lost to
+ * a cut, and no peer can hold the loop: a reader that drains a byte a
+ * second only slows its own link.
  *
  * A peer that stops reading altogether (a paused or stopped qemu, a
  * broken client) keeps its connection: the socket is the guest's only
- * link, and a VM paused for minutes must find it again. Meanwhile every
- * other event is served, frames to the guest are dropped and counted
- * (TX_FULL) each time the queue fills, TCP connections towards the guest
- * end by their own retransmission limits, and the peer's own frames are
- * still read and handled. Whole frames left in the receive buffer wait
- * for the peer's next write or for the socket to become writable again.
+ * link, and a VM paused for minutes must find it again. Meanwhile the
+ * loop still serves signals, timers and the peer's own frames (read and
+ * handled); the host sockets wait. Frames the guest's input produces
+ * queue behind the held ones until the batch is full: then they are
+ * dropped and counted (TX_FULL, tap.c), and TCP connections towards the
+ * guest end by their own retransmission limits. Whole frames left in
+ * the receive buffer wait for the peer's next write or for the socket to
+ * become writable again.
  */
 #include <errno.h>
 #include <limits.h>
@@ -47,14 +50,6 @@
 #include "util.h"
 
 #define STREAM_PFX	4
-
-/* The rest of a frame the socket took only in part (c->link.tx_stalled):
- * preallocated (bss, touched only when a write is cut). Meaningful only
- * while the link is stalled; tap_attach() clears that for a new peer. */
-static struct {
-	uint8_t buf[STREAM_PFX + FRAME_MAX];
-	size_t off, len;		/* next byte to write, bytes kept */
-} cut;
 
 /* A partial frame always leaves room to read; one sendmsg() per batch. */
 _Static_assert(RX_BUF_SIZE > 2 * (STREAM_PFX + FRAME_MAX), "rx buffer");
@@ -171,47 +166,29 @@ static int stream_rx(struct ctx *c)
 	return (int)rx->n;
 }
 
-/* stream_tx_resume() - link_ops tx_resume: write the rest of the cut
- * frame, as much as the socket takes now. 1 when it is all written (the
- * link takes frames again), 0 when the socket is full again (EPOLLOUT
- * stays armed), -1 when the peer went away. */
-static int stream_tx_resume(struct ctx *c)
-{
-	while (cut.off < cut.len) {
-		ssize_t n = send(c->link.fd, cut.buf + cut.off,
-				 cut.len - cut.off, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n <= 0) {
-			info("guest stream write: %s",
-			     n < 0 ? strerror(errno) : "no progress");
-			return -1;
-		}
-		cut.off += (size_t)n;
-	}
-	stream_want_out(c, c->link.rx.backlog, false);
-	return 1;
-}
-
-/* stream_flush() - one sendmsg() of all queued frames (each addressed by
- * its offset: slots of tap_tx_reserve_many() leave gaps between them).
- * Called only while the link is not stalled (tap.c). */
-static int stream_flush(struct ctx *c)
+/* stream_write() - one sendmsg() of the first k queued frames, the first
+ * from its byte tx->hold_done on (each frame addressed by its offset:
+ * slots of tap_tx_reserve_many() may leave gaps between them). The
+ * frames written leave the batch; hold_done becomes what was written of
+ * the new first one. Returns how many of the k are left (0: all went),
+ * -1 when the peer went away. */
+static int stream_write(struct ctx *c, unsigned int k)
 {
 	struct tx_batch *tx = &c->link.tx;
 	struct iovec iov[TX_FRAMES_MAX];
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = tx->n };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = k };
 	unsigned int i;
 	size_t sent;
 	ssize_t n;
 
-	for (i = 0; i < tx->n; i++) {
+	if (!k)
+		return 0;
+	for (i = 0; i < k; i++) {
 		iov[i].iov_base = tx->buf + tx->f[i].off;
 		iov[i].iov_len = STREAM_PFX + tx->f[i].len;
 	}
+	iov[0].iov_base = (uint8_t *)iov[0].iov_base + tx->hold_done;
+	iov[0].iov_len -= tx->hold_done;
 	do {
 		n = sendmsg(c->link.fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);
@@ -220,24 +197,46 @@ static int stream_flush(struct ctx *c)
 		return -1;
 	}
 	sent = n < 0 ? 0 : (size_t)n;
-	/* Find the frame that was cut: keep its rest, drop the frames after
-	 * it, and wait for the socket (EPOLLOUT) before the next batch. */
-	for (i = 0; i < tx->n; i++) {
-		if (sent >= iov[i].iov_len) {
-			sent -= iov[i].iov_len;
-			continue;
-		}
-		cut.off = cut.len = 0;
-		if (sent) {
-			cut.len = iov[i].iov_len - sent;
-			memcpy(cut.buf, (uint8_t *)iov[i].iov_base + sent,
-			       cut.len);
-			i++;
-		}
-		for (; i < tx->n; i++)
-			drop(c, DROP_TX_FULL);
+	for (i = 0; i < k && sent >= iov[i].iov_len; i++)
+		sent -= iov[i].iov_len;
+	if (i < k)		/* frame i was cut after sent of its bytes */
+		tx->hold_done = (i ? 0 : tx->hold_done) + sent;
+	else
+		tx->hold_done = 0;
+	memmove(tx->f, tx->f + i, (tx->n - i) * sizeof(tx->f[0]));
+	tx->n -= i;
+	return (int)(k - i);
+}
+
+/* stream_tx_resume() - link_ops tx_resume: write the held frames, as much
+ * as the socket takes now. 1 when they are all written (the link takes
+ * frames again), 0 when the socket is full again (EPOLLOUT stays armed),
+ * -1 when the peer went away. */
+static int stream_tx_resume(struct ctx *c)
+{
+	int left = stream_write(c, c->link.tx.hold);
+
+	if (left < 0)
+		return -1;
+	c->link.tx.hold = (unsigned int)left;
+	if (left)
+		return 0;
+	stream_want_out(c, c->link.rx.backlog, false);
+	return 1;
+}
+
+/* stream_flush() - link_ops flush: write the batch; what the socket does
+ * not take stays held, the link stalled (see the top of the file).
+ * Called only while the link is not stalled (tap.c). */
+static int stream_flush(struct ctx *c)
+{
+	int left = stream_write(c, c->link.tx.n);
+
+	if (left < 0)
+		return -1;
+	if (left) {
+		c->link.tx.hold = (unsigned int)left;
 		stream_want_out(c, c->link.rx.backlog, true);
-		break;
 	}
 	return 0;
 }

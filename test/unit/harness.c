@@ -49,6 +49,7 @@ struct ctx *test_ctx(void)
 	struct conf *f = &c->conf;
 
 	c->pcap_fd = c->sigfd = c->child_pidfd = c->epfd = -1;
+	c->ctl_epfd = -1;
 	f->mtu = 1500;
 	f->fd = -1;
 	memcpy(f->our_mac, our, 6);

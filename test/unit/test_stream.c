@@ -201,77 +201,100 @@ static int frames_ok(const uint8_t *buf, size_t fill, size_t len,
 	return (int)k;
 }
 
-TEST(stream_cut_frame_finished_on_epollout)
+TEST(stream_cut_frame_held_and_finished_on_epollout)
 {
 	static uint8_t got[CUT_MAX];
-	uint8_t want[16];
-	unsigned int i, kept;
+	uint8_t want[18];
+	unsigned int i, held;
 	size_t fill = 0;
 	int peer;
 	struct ctx *c = stall_ctx(&peer);
 
 	/* 16 frames of 3 KB against an 8 KB buffer: the write ends inside
-	 * a frame. Nothing waits: the link is stalled, the rest kept. */
+	 * a frame. Nothing waits and nothing is dropped: the link is
+	 * stalled, the frames not written stay held at the batch's front. */
 	queue_frames(c, 16, CUT_FLEN, 0x10);
 	tap_flush(c);
 	CHECK(c->link.up && !c->quit);
 	CHECK(c->link.tx_stalled);
-	CHECK_EQ(c->link.tx.n, 0);
-	CHECK(c->stats.drops[DROP_TX_FULL] > 0);
-	kept = 16 - (unsigned int)c->stats.drops[DROP_TX_FULL];
+	CHECK_EQ(c->stats.drops[DROP_TX_FULL], 0);
+	held = c->link.tx.n;
+	CHECK(held > 0 && held < 16);
+	CHECK_EQ(c->link.tx.hold, held);
+	CHECK(c->link.tx.hold_done > 0);	/* the test cut a frame */
+	CHECK_EQ(c->link.tx.f[0].len, CUT_FLEN);
 	/* The socket is full: no EPOLLOUT yet, and resuming writes nothing */
 	CHECK_EQ(link_events(c), 0);
 	CHECK_EQ(c->link.ops->tx_resume(c), 0);
-	/* New frames wait behind the cut one, unsent. */
+	/* New frames wait behind the held ones, unsent. */
 	queue_frames(c, 2, CUT_FLEN, 0x80);
 	tap_flush(c);
-	CHECK_EQ(c->link.tx.n, 2);
+	CHECK_EQ(c->link.tx.n, held + 2);
+	CHECK_EQ(c->link.tx.hold, held);
 	drain(peer, got, &fill);
-	CHECK(fill % (4 + CUT_FLEN) != 0);	/* the test cut a frame */
-	CHECK(fill < kept * (4 + CUT_FLEN));
-	/* The peer read: EPOLLOUT, the rest of the frame, then the two. */
+	CHECK(fill % (4 + CUT_FLEN) != 0);
+	/* The peer read: EPOLLOUT, the held frames, then the two. */
 	CHECK(link_events(c) & EPOLLOUT);
 	run_until_idle(c, peer, got, &fill);
 	CHECK(!c->link.tx_stalled);
-	for (i = 0; i < kept; i++)
+	CHECK_EQ(c->link.tx.n, 0);
+	CHECK_EQ(c->link.tx.used, 0);
+	for (i = 0; i < 16; i++)
 		want[i] = (uint8_t)(0x10 + i);
-	want[kept] = 0x80;
-	want[kept + 1] = 0x81;
-	CHECK_EQ(frames_ok(got, fill, CUT_FLEN, want, kept + 2), kept + 2);
+	want[16] = 0x80;
+	want[17] = 0x81;
+	CHECK_EQ(frames_ok(got, fill, CUT_FLEN, want, 18), 18);
 	/* Not stalled and nothing left over: EPOLLOUT disarmed again. */
 	CHECK_EQ(link_events(c), 0);
-	CHECK_EQ(c->stats.drops[DROP_TX_FULL], 16 - kept);
+	CHECK_EQ(c->stats.drops[DROP_TX_FULL], 0);
 	stall_free(c, peer);
 }
 
-TEST(stream_stalled_full_batch_drops_oldest)
+#define BIG_FLEN	60000	/* 139 fit the batch buffer */
+
+TEST(stream_stalled_batch_compacted_not_dropped)
 {
 	static uint8_t got[CUT_MAX];
-	uint8_t want[16];
-	unsigned int i, kept;
-	size_t fill = 0;
-	uint64_t before;
-	int peer;
+	unsigned int fit = TX_BUF_SIZE / (4 + BIG_FLEN), n0;
+	int peer, i;
 	struct ctx *c = stall_ctx(&peer);
+	size_t fill = 0, total = 0;
+	uint8_t v = 0;
 
-	queue_frames(c, 16, CUT_FLEN, 0x10);
+	queue_frames(c, 16, BIG_FLEN, 0);
 	tap_flush(c);
 	CHECK(c->link.tx_stalled);
-	kept = 16 - (unsigned int)c->stats.drops[DROP_TX_FULL];
-	/* A full batch while stalled: the queued frames are dropped and
-	 * counted, the newest one is queued. */
-	queue_frames(c, TX_FRAMES_MAX, 100, 0);
-	CHECK_EQ(c->link.tx.n, TX_FRAMES_MAX);
-	before = c->stats.drops[DROP_TX_FULL];
-	queue_frames(c, 1, CUT_FLEN, 0x90);
-	CHECK_EQ(c->stats.drops[DROP_TX_FULL], before + TX_FRAMES_MAX);
-	CHECK_EQ(c->link.tx.n, 1);
-	CHECK(c->link.up && c->link.tx_stalled);
+	/* The peer reads some: a few held frames are written, their space
+	 * at the buffer's front is dead until the batch empties. */
+	for (i = 0; i < 1000 && c->link.tx.n > 12; i++) {
+		fill = 0;
+		drain(peer, got, &fill);
+		total += fill;
+		CHECK(c->link.ops->tx_resume(c) >= 0);
+	}
+	CHECK(c->link.tx_stalled);
+	n0 = c->link.tx.n;
+	CHECK(n0 <= 12 && c->link.tx.f[0].off > 0);
+	/* What is held plus new frames fill the buffer exactly: only
+	 * compaction (moving the held frames to its start) makes room. */
+	queue_frames(c, fit - n0, BIG_FLEN, 16);
+	CHECK_EQ(c->stats.drops[DROP_TX_FULL], 0);
+	CHECK_EQ(c->link.tx.n, fit);
+	CHECK_EQ(c->link.tx.f[0].off, 0);
+	/* One more is beyond the bound: all but the partly written first
+	 * frame are dropped and counted, the newest goes on. */
+	queue_frames(c, 1, BIG_FLEN, 0xf0);
+	CHECK_EQ(c->stats.drops[DROP_TX_FULL], fit - 1);
+	CHECK_EQ(c->link.tx.n, 2);
+	/* Everything delivered is whole: the cut frame, then the newest. */
+	fill = 0;
 	run_until_idle(c, peer, got, &fill);
-	for (i = 0; i < kept; i++)
-		want[i] = (uint8_t)(0x10 + i);
-	want[kept] = 0x90;
-	CHECK_EQ(frames_ok(got, fill, CUT_FLEN, want, kept + 1), kept + 1);
+	CHECK(!c->link.tx_stalled);
+	total += fill;
+	v = got[fill - 1];
+	CHECK_EQ(v, 0xf0);
+	CHECK_EQ(total % (4 + BIG_FLEN), 0);
+	CHECK_EQ(total / (4 + BIG_FLEN), 16 - n0 + 2);
 	stall_free(c, peer);
 }
 
