@@ -82,7 +82,8 @@
 	X(VU_RING,		"vhost-user ring index out of range")	\
 	X(VU_CHAIN,		"vhost-user descriptor chain malformed") \
 	X(VU_NO_BUFFER,		"no guest receive buffer (vhost-user)")	\
-	X(VU_BUF_SMALL,		"guest receive buffers too small")
+	X(VU_BUF_SMALL,		"guest receive buffers too small")	\
+	X(VU_FD,		"vhost-user ring fd not an eventfd")
 
 enum drop_reason {
 #define DROP_ENUM(name, text) DROP_##name,

@@ -15,8 +15,9 @@
  * then the payload; each complete message goes to vu_msg_handle(), which
  * checks the version, the payload size and every index before acting.
  * Replies go back on the same socket. A malformed message (bad version,
- * size, queue index, fd count) is a protocol error: the connection is
- * closed and ferry waits for the next front-end. A request that is valid
+ * size, queue index, fd count, a ring fd that is not an eventfd) is a
+ * protocol error: the connection is closed and ferry waits for the next
+ * front-end. A request that is valid
  * but fails (say, a memory region that cannot be mapped) is answered
  * with a non-zero status when the front-end asked for one (REPLY_ACK).
  * Unknown requests get an error status when a reply was asked for, and
@@ -30,6 +31,7 @@
  * space, inflight tracking.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -404,22 +406,66 @@ static int vu_get_vring_base(struct ctx *c, struct vu_msg *m)
 	return VU_R_REPLY;
 }
 
+/* fd_kind() - what fd is, for a log line, when it is not an eventfd;
+ * NULL when it is one. An eventfd is an anonymous inode: no file type
+ * in its mode, which rules out what could block the loop or stay
+ * readable for ever (a pipe or FIFO, a regular or FUSE file, a socket, a
+ * device). Other anonymous inodes (epoll, timerfd, signalfd) share its
+ * inode: the name /proc gives the fd tells them apart; without /proc
+ * the mode's check stands alone (none of them blocks). */
+static const char *fd_kind(int fd)
+{
+	char path[32], name[32];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st))
+		return "unusable";
+	switch (st.st_mode & S_IFMT) {
+	case 0:
+		break;
+	case S_IFIFO:
+		return "a pipe";
+	case S_IFREG:
+		return "a file";
+	case S_IFSOCK:
+		return "a socket";
+	default:
+		return "a device or directory";
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, name, sizeof(name) - 1);
+	if (n < 0)
+		return NULL;
+	name[n] = '\0';
+	return strcmp(name, "anon_inode:[eventfd]") ? "another kind of fd"
+						    : NULL;
+}
+
 /* take_fd() - the single fd of a KICK/CALL/ERR message into *slot (the
- * previous one closed), or none with the no-fd bit. */
-static int take_fd(struct vu_msg *m, int *slot)
+ * previous one closed), or none with the no-fd bit. Anything but an
+ * eventfd is refused (logged, counted as DROP_VU_FD): a protocol error. */
+static int take_fd(struct ctx *c, struct vu_msg *m, int *slot)
 {
 	bool nofd = m->p.u64 & VU_VRING_NOFD;
+	const char *kind;
 
 	if (m->nfds != (nofd ? 0u : 1u))
 		return VU_R_PROTO;
 	close_fd(slot);
-	if (!nofd) {
-		*slot = m->fds[0];
-		m->fds[0] = -1;
-		m->nfds = 0;
-		if (fd_set_nonblock(*slot))
-			debug("vhost-user: eventfd: %s", strerror(errno));
+	if (nofd)
+		return 0;
+	if ((kind = fd_kind(m->fds[0]))) {
+		warn("vhost-user: %s: the fd is %s, not an eventfd: refused",
+		     vu_request_name(m->request), kind);
+		drop(c, DROP_VU_FD);
+		return VU_R_PROTO;	/* the caller closes m->fds[0] */
 	}
+	*slot = m->fds[0];
+	m->fds[0] = -1;
+	m->nfds = 0;
+	if (fd_set_nonblock(*slot))
+		debug("vhost-user: eventfd: %s", strerror(errno));
 	return 0;
 }
 
@@ -436,7 +482,7 @@ static int vu_set_vring_kick(struct ctx *c, struct vu_msg *m)
 	if (!q || (m->p.u64 & VU_VRING_NOFD))
 		return VU_R_PROTO;
 	vq_stop(c, q);
-	if ((rc = take_fd(m, &q->kick_fd)))
+	if ((rc = take_fd(c, m, &q->kick_fd)))
 		return rc;
 	q->started = true;
 	q->broken = false;	/* a new start (say, after a guest reboot) */
@@ -456,7 +502,7 @@ static int vu_set_vring_call(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.u64 & VU_VRING_IDX_MASK);
 
-	return q ? take_fd(m, &q->call_fd) : VU_R_PROTO;
+	return q ? take_fd(c, m, &q->call_fd) : VU_R_PROTO;
 }
 
 /* vu_set_vring_err() - the error eventfd (kept, never signalled). */
@@ -464,7 +510,7 @@ static int vu_set_vring_err(struct ctx *c, struct vu_msg *m)
 {
 	struct virtq *q = vq_of(c, m->p.u64 & VU_VRING_IDX_MASK);
 
-	return q ? take_fd(m, &q->err_fd) : VU_R_PROTO;
+	return q ? take_fd(c, m, &q->err_fd) : VU_R_PROTO;
 }
 
 /* vu_set_vring_enable() - enable or disable a ring. */

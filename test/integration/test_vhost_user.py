@@ -22,8 +22,8 @@ import vmchecks
 from conftest import FERRY, HOST4, SLOW, wait_for
 from test_vm import INBOUND
 from vmguest import (FerryVM, GuestSession, boot_twice, build_guest,
-                     ferry_vms, host_side, host_side_stop, inbound_client,
-                     sha)
+                     ferry_stats, ferry_vms, host_side, host_side_stop,
+                     inbound_client, sha)
 
 GET_FEATURES, SET_FEATURES, SET_OWNER = 1, 2, 3
 SET_VRING_NUM, GET_PROTOCOL_FEATURES, GET_QUEUE_NUM = 8, 15, 17
@@ -122,6 +122,43 @@ MALFORMED = {
                                                 VERSION, 8, 0, 100),
     "unknown request": struct.pack("<III", 999, VERSION, 0),
 }
+
+
+SET_VRING_KICK, SET_VRING_CALL, SET_VRING_ERR = 12, 13, 14
+
+
+@pytest.mark.parametrize("req", [SET_VRING_KICK, SET_VRING_CALL,
+                                 SET_VRING_ERR])
+@pytest.mark.parametrize("kind", ["pipe", "file"])
+def test_ring_fd_not_an_eventfd_refused(vu, tmp_path, req, kind):
+    """A hostile front-end passes a pipe (reading it, or writing it when
+    full, would block ferry's loop) or a regular file (always readable)
+    as a ring's kick, call or error fd: ferry refuses it with a log line
+    and a counter, closes the connection and serves the next front-end."""
+    f = vu()
+    fe = FrontEnd(f.sock)
+    fe.u64(GET_FEATURES)
+    r, w = os.pipe()
+    path = tmp_path / "ring-fd"
+    path.write_bytes(b"\0" * 64)
+    fd = r if kind == "pipe" else os.open(path, os.O_RDWR)
+    try:
+        fe.s.sendmsg([struct.pack("<IIIQ", req, VERSION, 8, 0)],
+                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                       struct.pack("i", fd))])
+        assert fe.closed_by_peer(), f"ferry kept a {kind} as a ring fd"
+    finally:
+        for x in {r, w, fd}:
+            os.close(x)
+    fe.close()
+    assert f.alive()
+    wait_for(lambda: "not an eventfd: refused" in f.output(), 5,
+             "the log line")
+    _, _, drops = ferry_stats(f)
+    assert drops.get("VU_FD") == 1, drops
+    fe2 = FrontEnd(f.sock)
+    assert fe2.u64(GET_FEATURES) & F_VERSION_1
+    fe2.close()
 
 
 @pytest.mark.parametrize("what", sorted(MALFORMED))

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -526,6 +527,58 @@ TEST(vu_oversized_and_fd_abuse_close)
 	CHECK(!f.c->link.up);
 	close(fds[0]);
 	close(fds[1]);
+	fe_end(&f);
+}
+
+/* A ring fd that is not an eventfd (a pipe could block the loop, a file
+ * stays readable): refused with a log line, counted, the connection
+ * closed; an eventfd is taken. */
+TEST(vu_ring_fd_must_be_eventfd)
+{
+	static const uint32_t reqs[] = { VU_SET_VRING_CALL, VU_SET_VRING_KICK,
+					 VU_SET_VRING_ERR };
+	uint64_t idx = 0;
+	unsigned int r, k;
+	struct fe f;
+	int p[2], fd;
+
+	for (r = 0; r < ARRAY_SIZE(reqs); r++) {
+		for (k = 0; k < 3; k++) {
+			char tmpl[] = "/tmp/ferry-vu-XXXXXX";
+
+			fe_start(&f);
+			CHECK(pipe(p) == 0);
+			fd = k == 0 ? p[0] : k == 1 ? p[1] : mkstemp(tmpl);
+			CHECK(fd >= 0);
+			if (k == 2)
+				unlink(tmpl);
+			fe_req(&f, reqs[r], V, &idx, 8, &fd, 1, NULL);
+			CHECK(!f.c->link.up);
+			CHECK_EQ(f.c->stats.drops[DROP_VU_FD], 1);
+			close(p[0]);
+			close(p[1]);
+			if (k == 2)
+				close(fd);
+			fe_end(&f);
+		}
+	}
+	/* another anonymous inode (epoll) is no eventfd either */
+	fe_start(&f);
+	fd = epoll_create1(0);
+	fe_req(&f, VU_SET_VRING_CALL, V, &idx, 8, &fd, 1, NULL);
+	CHECK(!f.c->link.up);
+	CHECK_EQ(f.c->stats.drops[DROP_VU_FD], 1);
+	close(fd);
+	fe_end(&f);
+	/* an eventfd is taken, non-blocking */
+	fe_start(&f);
+	fd = eventfd(0, 0);
+	fe_req(&f, VU_SET_VRING_CALL, V, &idx, 8, &fd, 1, NULL);
+	CHECK(f.c->link.up);
+	CHECK_EQ(f.c->stats.drops[DROP_VU_FD], 0);
+	CHECK(f.c->link.vu->vq[0].call_fd >= 0);
+	CHECK(fcntl(f.c->link.vu->vq[0].call_fd, F_GETFL) & O_NONBLOCK);
+	close(fd);
 	fe_end(&f);
 }
 
