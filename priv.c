@@ -115,13 +115,19 @@ bool priv_passwd_find(const char *path, const char *name, uid_t *uid,
 bool priv_id_mapped(const char *path, uint32_t id)
 {
 	FILE *f = fopen(path, "re");
-	unsigned long in, out, n;
+	unsigned long in, n;
 	bool mapped = false;
+	char line[128], *p;
 
 	if (!f)
 		return false;
-	while (!mapped && fscanf(f, "%lu %lu %lu", &in, &out, &n) == 3)
+	while (!mapped && fgets(line, sizeof(line), f)) {
+		/* "inside outside count": outside does not matter here */
+		in = strtoul(line, &p, 10);
+		(void)strtoul(p, &p, 10);
+		n = strtoul(p, &p, 10);
 		mapped = id >= in && id - in < n;
+	}
 	fclose(f);
 	return mapped;
 }

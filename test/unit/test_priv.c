@@ -88,5 +88,11 @@ TEST(priv_id_map_ranges)
 	CHECK(priv_id_mapped(path, 65536));
 	CHECK(!priv_id_mapped(path, 65537));
 	unlink(path);
+	/* a line that is not a map maps nothing */
+	CHECK(tmp_file(path, sizeof(path), "x y z\n5\n7 7 1\n"));
+	CHECK(!priv_id_mapped(path, 0));
+	CHECK(!priv_id_mapped(path, 5));
+	CHECK(priv_id_mapped(path, 7));
+	unlink(path);
 	CHECK(!priv_id_mapped(path, 0));			/* no file */
 }
