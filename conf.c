@@ -801,6 +801,8 @@ static const struct opt opts[] = {
 	  "MAC address of the namespace interface" },
 	FLAG("host-lo-to-ns-lo", M_NS, host_lo_to_ns_lo,
 	     "host loopback connections appear from ns loopback"),
+	FLAG("splice-only", M_NS, splice_only,
+	     "no tap device: only forward between the loopbacks"),
 	{ "fault", 0, "SPEC", M_ALL, h_fault, OFF(fault), 0, 0,
 	  "test builds: drop/dup/reorder=PERMILLE[,to:|from:...][,seed=N]" },
 };
@@ -861,8 +863,6 @@ static int find_opt(int ret)
 static const struct {
 	const char *name, *why;
 } unsupported[] = {
-	{ "--splice-only", "pasta's loopback-only mode (no traffic through "
-	  "the tap) is not implemented" },
 	{ "--no-splice", "ferry always joins local connections to forwarded "
 	  "ports with splice(), it cannot route them through the tap" },
 	{ "--stats", "no periodic statistics display (ferry logs its "
@@ -952,6 +952,31 @@ static bool positionals(struct conf *c, struct pstate *ps, int argc,
 	return true;
 }
 
+/* splice_only_check() - --splice-only (pasta's loopback-only mode): no
+ * tap device, so the options that only shape the tap are refused, as
+ * pasta refuses them; host loopback clients reach the namespace's
+ * loopback (there is no guest address), and the guest-link services
+ * whose host side would still run (ping sockets, the RA timer) are off. */
+static bool splice_only_check(struct conf *c, struct pstate *ps)
+{
+	const char *tap_opt = c->config_net ? "--config-net" :
+			      c->ns_ifname[0] ? "--ns-ifname" :
+			      c->guest_mac_set ? "--ns-mac-addr" :
+			      c->outbound_if4[0] ? "--outbound-if4" :
+			      c->outbound_if6[0] ? "--outbound-if6" : NULL;
+
+	if (!c->splice_only)
+		return true;
+	if (tap_opt) {
+		snprintf(ps->err, ps->errlen, "--splice-only: excludes %s "
+			 "(there is no tap device)", tap_opt);
+		return false;
+	}
+	c->host_lo_to_ns_lo = true;
+	c->no_icmp = c->no_ra = true;
+	return true;
+}
+
 /* finish() - checks that need all options; derived defaults. */
 static bool finish(struct conf *c, struct pstate *ps)
 {
@@ -967,6 +992,8 @@ static bool finish(struct conf *c, struct pstate *ps)
 		snprintf(ps->err, ps->errlen, "--userns: needs a PID or --netns");
 		return false;
 	}
+	if (!splice_only_check(c, ps))
+		return false;
 	if (c->trace)
 		c->debug = true;
 	if (c->mtu && c->mtu < MTU_MIN_IPV6 && ps->saw6) {

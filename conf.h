@@ -133,6 +133,7 @@ struct conf {
 	bool netns_only;		/* --netns-only: no user namespace */
 	bool no_netns_quit;
 	bool no_offload;		/* --no-offload: plain tap, no vnet hdr */
+	bool splice_only;		/* --splice-only: no tap, loopback only */
 	char **cmd;			/* -- CMD ARGS (NULL: the user's shell) */
 
 	/* VM mode */

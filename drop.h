@@ -67,6 +67,7 @@
 	X(FAULT_INJECTED,	"dropped by test fault injection")	\
 	X(UDP_TOO_BIG,		"host datagram larger than the guest MTU") \
 	X(LINK_DOWN,		"guest interface down (tap write EIO)")	\
+	X(NO_LINK,		"no guest link (--splice-only)")	\
 	X(TCP_STATE,		"TCP segment not valid in this state")	\
 	X(TCP_SEQ,		"TCP segment outside the window")	\
 	X(TCP_OOO_FULL,		"TCP out-of-order queue full")		\

@@ -88,7 +88,8 @@ struct ctx {
 	int child_pidfd;		/* ns mode: the command we started */
 	int ns_user_fd, ns_net_fd;	/* ns mode: guest namespaces (ns_call),
 					 * user -1: not entered; valid once
-					 * ns_start() attached the tap */
+					 * ns_ready */
+	bool ns_ready;			/* ns_start() set the namespace up */
 	pid_t child_pid;
 	struct priv priv;		/* giving up root (priv.c) */
 	bool quit;

@@ -51,6 +51,13 @@
  *                   copied (pasta's documented behaviour: without it the
  *                   tap is left down for the user or a DHCP/NDP client
  *                   to set up)
+ *
+ * --splice-only (pasta's loopback-only mode): the first job opens only
+ * the netlink socket, lo is brought up, and there is no tap and no guest
+ * link at all (c->link stays down): the namespace has its loopback and
+ * nothing else, and ferry serves only the -t/-u/-T/-U forwards between
+ * the two loopbacks (tcp_splice.c, udp_fwd.c) with the helper tasks of
+ * ns_call(), usable once ns_start() set c->ns_ready.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -165,8 +172,8 @@ static int ns_task_run(int userns_fd, int netns_fd, int (*fn)(void *),
 
 int ns_call(const struct ctx *c, int (*fn)(void *arg), void *arg)
 {
-	/* The fds are only meaningful once ns_start() has attached the tap. */
-	if (c->conf.mode != MODE_NS || c->link.fd < 0)
+	/* The fds are only meaningful once ns_start() has set it up. */
+	if (c->conf.mode != MODE_NS || !c->ns_ready)
 		return -ENOENT;
 	return ns_task_run(c->ns_user_fd, c->ns_net_fd, fn, arg);
 }
@@ -235,6 +242,20 @@ static int ns_tap_open(void *arg)
 		return -h->err;
 	}
 	h->tap_fd = fd;
+	return 0;
+}
+
+/* ns_nl_open() - --splice-only, in the guest namespace (via
+ * ns_task_run()): no tap device, only the netlink socket (lo up). */
+static int ns_nl_open(void *arg)
+{
+	struct ns_tap *h = arg;
+
+	h->nl_fd = nl_open();
+	if (h->nl_fd < 0) {
+		errno = -h->nl_fd;
+		return tap_fail(h, "opening netlink in the namespace");
+	}
 	return 0;
 }
 
@@ -552,8 +573,6 @@ static void ns_configure(struct ctx *c, int nl, unsigned int ifindex,
 	uint8_t cur[6];
 	int rc;
 
-	nl_check(nl_link_set(nl, LO_IFINDEX, NULL, 0, true),
-		 "bringing up", "lo");
 	rc = nl_link_txqlen(nl, ifindex, NS_TAP_TXQLEN);
 	if (rc)		/* the tap works without: not fatal */
 		warn("setting the transmit queue length of %s: %s", ifname,
@@ -605,9 +624,25 @@ static void ns_watch(struct ctx *c)
 		die("epoll: %s", strerror(errno));
 }
 
+/* ns_attach_tap() - configure the tap ns_tap_open() made and make it the
+ * guest link. */
+static void ns_attach_tap(struct ctx *c, const struct ns_tap *h)
+{
+	union eref lref = { .type = EREF_LINK };
+
+	ns_configure(c, h->nl_fd, h->ifindex, h->name);
+	tapdev_attach(c, h->tap_fd, h->vnet);
+	if (ep_add(c, h->tap_fd, EPOLLIN, lref))
+		die("epoll: %s", strerror(errno));
+	info("namespace interface %s%s, MAC %02x:%02x:%02x:%02x:%02x:%02x",
+	     h->name, c->conf.config_net ? " configured" : " (not configured)",
+	     c->guest_mac[0], c->guest_mac[1], c->guest_mac[2],
+	     c->guest_mac[3], c->guest_mac[4], c->guest_mac[5]);
+}
+
 int ns_start(struct ctx *c)
 {
-	union eref lref = { .type = EREF_LINK }, cref = { .type = EREF_CHILD };
+	union eref cref = { .type = EREF_CHILD };
 	bool join = c->conf.ns_pid || c->conf.netns_path[0];
 	struct ns_tap h = { c->conf.ns_ifname, c->conf.config_net,
 			    !c->conf.no_offload, -1, -1 };
@@ -617,21 +652,23 @@ int ns_start(struct ctx *c)
 		ns_join(c, &c->ns_user_fd, &c->ns_net_fd);
 	else
 		go = ns_spawn(c, &c->ns_user_fd, &c->ns_net_fd);
-	rc = ns_task_run(c->ns_user_fd, c->ns_net_fd, ns_tap_open, &h);
+	rc = ns_task_run(c->ns_user_fd, c->ns_net_fd, c->conf.splice_only ?
+			 ns_nl_open : ns_tap_open, &h);
 	if (h.failed)
 		die("namespace helper: %s: %s", h.failed, strerror(h.err));
 	if (rc)
 		die("cannot enter the guest namespace: %s", strerror(-rc));
 
-	ns_configure(c, h.nl_fd, h.ifindex, h.name);
-	tapdev_attach(c, h.tap_fd, h.vnet);
-	if (ep_add(c, h.tap_fd, EPOLLIN, lref))
-		die("epoll: %s", strerror(errno));
-	info("namespace interface %s%s, MAC %02x:%02x:%02x:%02x:%02x:%02x",
-	     h.name, c->conf.config_net ? " configured" : " (not configured)",
-	     c->guest_mac[0], c->guest_mac[1], c->guest_mac[2],
-	     c->guest_mac[3], c->guest_mac[4], c->guest_mac[5]);
+	nl_check(nl_link_set(h.nl_fd, LO_IFINDEX, NULL, 0, true),
+		 "bringing up", "lo");
+	if (c->conf.splice_only) {
+		info("no namespace interface (--splice-only): forwarding "
+		     "between the loopbacks only");
+	} else {
+		ns_attach_tap(c, &h);
+	}
 	close(h.nl_fd);
+	c->ns_ready = true;
 
 	if (join) {
 		ns_watch(c);

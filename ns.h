@@ -8,8 +8,9 @@
 struct ctx;
 
 /* ns_start() - create (or join) the guest's user and network namespace,
- * create the tap device there, configure it (--config-net) and attach it
- * as the guest link. Exits with a message on failure. Returns the fd
+ * bring its lo up, create the tap device there, configure it
+ * (--config-net) and attach it as the guest link (with --splice-only: no
+ * tap, no guest link). Exits with a message on failure. Returns the fd
  * that releases the command (ns_run_command()), -1 when joining. */
 int ns_start(struct ctx *c);
 /* ns_run_command() - let the command start, once everything it may use

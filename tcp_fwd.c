@@ -35,8 +35,8 @@
  * Connections. An accepted connection whose client is on the same
  * loopback (ns mode) is spliced to the other side's loopback at the target
  * port without touching the guest link (tcp_splice.c); so is every -T
- * connection. Any other -t connection goes through the guest link: a
- * FLOW_TCP flow (tcp_conn.h) in state TCP_CS_SYN_TO_GUEST sends a SYN to
+ * connection. Any other -t connection goes through the guest link (with
+ * --splice-only there is none: the client is reset): a FLOW_TCP flow (tcp_conn.h) in state TCP_CS_SYN_TO_GUEST sends a SYN to
  * the guest's address and target port, from the client's own address
  * unless that is local to the host (then from the gateway, as
  * nat_inbound_fwd() decides). The guest's SYN-ACK establishes the

@@ -19,7 +19,8 @@
  * tag, so the two sides never collide). A new client creates one:
  *  - -u, client not on loopback (or vm mode): a guest flow, its
  *    datagrams become frames to the guest from the client's address as
- *    the guest sees it (frames built by udp.c);
+ *    the guest sees it (frames built by udp.c); with --splice-only (no
+ *    guest link) none: dropped (DROP_NO_LINK);
  *  - -u in namespace mode, client on the host's loopback: a loopback
  *    ("splice") flow: a socket created in the guest namespace, connected
  *    to the guest's own address and the target port, or to its loopback
@@ -33,7 +34,9 @@
  * slots, sendmmsg() from it, one copy. (-u listeners receive into guest
  * frames since most of their clients are not on loopback; a loopback
  * client's datagrams are sent from the frame, which is then not used, so
- * they are bounded by the guest MTU like the others.)
+ * they are bounded by the guest MTU like the others. With --splice-only
+ * there are no guest frames: -u listeners receive into the splice slots
+ * as -U listeners do, splice_listen_recv().)
  *
  * auto. -u auto forwards the ports bound in the guest namespace, -U auto
  * those bound on the host: every UDP_SCAN_MS fwd_scan() reads the other
@@ -317,10 +320,15 @@ static unsigned int splice_rxb_recv(struct ctx *c, int fd, bool meta,
 }
 
 /* splice_listen_recv() - datagrams on a -U listener (in the namespace)
- * to the host, each through its client's flow. False when drained. */
+ * to the host, or on a -u listener without a guest link (--splice-only:
+ * loopback clients only, to the namespace), each through its client's
+ * flow. False when drained. */
 static bool splice_listen_recv(struct ctx *c, union eref ref,
 			       struct udp_rxb *b)
 {
+	unsigned int dir = ref.side & LREF_NS ? UDP_FWD_OUT : UDP_FWD_IN;
+	const struct fwd_spec *spec = dir == UDP_FWD_OUT ? &c->conf.udp_out
+							 : &c->conf.udp_in;
 	bool v6 = ref.side & LREF_V6;
 	struct splice_out o = { 0 };
 	unsigned int n, i;
@@ -333,14 +341,18 @@ static bool splice_listen_recv(struct ctx *c, union eref ref,
 		uint16_t pport;
 
 		recv_meta(&b->mm[i].msg_hdr, v6, &peer, &pport, &local);
+		if (dir == UDP_FWD_IN && !inany_is_loopback(&peer)) {
+			drop(c, DROP_NO_LINK);
+			continue;
+		}
 		flow_key_make(&hk, IPPROTO_UDP, &peer, pport, &local, ref.aux);
-		hk.pad[0] = KEY_TAG_NS;
+		if (dir == UDP_FWD_OUT)
+			hk.pad[0] = KEY_TAG_NS;
 		fl = flow_lookup(&c->flows, FLOW_SIDE_HOST, &hk);
 		if (!fl) {
 			splice_out_flush(c, &o);
-			fl = splice_flow_new(c, UDP_FWD_OUT, (int)ref.idx, &hk,
-					     fwd_target(&c->conf.udp_out,
-							ref.aux));
+			fl = splice_flow_new(c, dir, (int)ref.idx, &hk,
+					     fwd_target(spec, ref.aux));
 		}
 		if (!fl) {
 			drop(c, DROP_FLOW_TABLE_FULL);
@@ -475,6 +487,8 @@ static struct flow *client_flow(struct ctx *c, int fd,
 
 void udp_listen_handler(struct ctx *c, union eref ref, uint32_t events)
 {
+	bool via_splice = ref.side & LREF_NS ||
+			   (c->conf.splice_only && c->udp.splice_buf);
 	struct icmp_err e;
 	struct udp_rxb b;
 	int i;
@@ -493,8 +507,8 @@ void udp_listen_handler(struct ctx *c, union eref ref, uint32_t events)
 			udp_err_to_guest(c, fl, &e);
 	}
 	for (i = 0; (events & EPOLLIN) && i < UDP_RECV_ROUNDS; i++)
-		if (!(ref.side & LREF_NS ? splice_listen_recv(c, ref, &b)
-					 : udp_listen_recv(c, ref, &b)))
+		if (!(via_splice ? splice_listen_recv(c, ref, &b)
+				 : udp_listen_recv(c, ref, &b)))
 			break;
 }
 

@@ -85,6 +85,14 @@ def test_unknown_option_named():
     (["vm", "-i", "eth0:1"], ["-i", "'eth0:1'"]),
     (["ns", "--fault", "seed=99999999999999999999999"], ["--fault", "seed"]),
     (["ns", "--fault", "seed=-1"], ["--fault", "seed"]),
+    (["vm", "--splice-only"], ["--splice-only", "ns"]),
+    (["ns", "--splice-only", "--config-net"], ["--splice-only",
+                                               "--config-net"]),
+    (["ns", "-I", "tap0", "--splice-only"], ["--splice-only", "--ns-ifname"]),
+    (["ns", "--splice-only", "--ns-mac-addr", "9a:55:00:00:00:01"],
+     ["--splice-only", "--ns-mac-addr"]),
+    (["ns", "--splice-only", "--outbound-if6", "eth0"],
+     ["--splice-only", "--outbound-if6"]),
 ])
 def test_bad_value_one_line_exit_1(args, parts):
     one_error_line(ferry(*args), *parts)
@@ -364,6 +372,19 @@ CALLERS = {
         "--map-host-loopback", "169.254.2.2", "--no-map-gw", "-t", "none",
         "-u", "none", "-T", "none", "-U", "none", "-I", "eth1",
         "--runas", "0:0"]),
+    # sandboxing tools without a network for the sandbox, only forwards
+    # between the loopbacks: nsjail's user_net without NAT (then PID)
+    "nsjail-splice-only": ("pasta", [
+        "-f", "-q", "-t", "none", "-u", "none", "-T", "8080", "-U", "5353",
+        "--splice-only"]),
+    # ... an agent sandbox (then "-- bwrap ...") and CI step runners
+    # (-T with a bind address, or CONTAINER:HOST ports)
+    "stado-splice-only": ("pasta", [
+        "-q", "-f", "--runas", "0:0", "--splice-only", "-t", "none", "-u",
+        "none", "-T", "3128", "-U", "none"]),
+    "step-runner-splice-only": ("pasta", [
+        "--splice-only", "-T", "127.0.0.1/5353", "-T", "127.0.0.1/8080",
+        "-U", "127.0.0.1/5353", "-T", "22:40022"]),
 }
 
 
@@ -378,7 +399,6 @@ def test_callers_command_lines_parse(links, caller):
 
 
 @pytest.mark.parametrize("name,args,why", [
-    ("pasta", ["--splice-only", "-T", "8080"], "loopback-only"),
     ("pasta", ["--no-splice"], "splice()"),
     ("pasta", ["--stats", "1"], "SIGUSR1"),
     ("passt", ["--stats=5"], "SIGUSR1"),
