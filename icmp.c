@@ -162,13 +162,18 @@ static void ping_evict_oldest(struct ctx *c)
 	}
 }
 
-/* ping_bind_outbound() - bind to the configured outbound address (-o). */
+/* ping_bind_outbound() - bind to the configured outbound interface
+ * (--outbound-if4/6) and address (-o). Returns 0 or -errno. */
 static int ping_bind_outbound(const struct ctx *c, int s, bool v6)
 {
 	union inany a;
 	struct sockaddr_storage ss;
 	socklen_t sl;
+	int rc;
 
+	if ((rc = sock_bind_dev(s, v6 ? c->conf.outbound_if6
+				      : c->conf.outbound_if4)))
+		return rc;
 	if (v6) {
 		if (in6_is_unspec(&c->conf.ip6.outbound))
 			return 0;

@@ -465,7 +465,8 @@ void tcp_sock_opts(int s)
 }
 
 /* tcp_sock_connect() - non-blocking socket connecting to dst:port, bound
- * to the configured outbound address if any. Returns the fd or -errno. */
+ * to the configured outbound address and interface (-o, --outbound-if4/6)
+ * if any. Returns the fd or -errno. */
 static int tcp_sock_connect(const struct ctx *c, const union inany *dst,
 			    uint16_t port)
 {
@@ -490,6 +491,11 @@ static int tcp_sock_connect(const struct ctx *c, const union inany *dst,
 	}
 	if (r < 0)	/* as pasta: go on from the kernel's choice of source */
 		debug("tcp: outbound address not usable: %s", strerror(errno));
+	if ((r = sock_bind_dev(s, v4 ? c->conf.outbound_if4
+				     : c->conf.outbound_if6))) {
+		close(s);
+		return r;
+	}
 	a4.sin_addr = dst->v4m.a4;
 	a4.sin_port = htons(port);
 	a6.sin6_addr = dst->a6;

@@ -104,10 +104,11 @@ static int listen_sock(const union inany *a, uint16_t port, const char *ifname,
 	if (freebind)
 		setsockopt(s, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
 			   v6 ? IPV6_FREEBIND : IP_FREEBIND, &one, sizeof(one));
-	if ((ifname && ifname[0] &&
-	     setsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, ifname,
-			(socklen_t)strlen(ifname))) ||
-	    bind(s, &sa.sa, sl) || listen(s, TCP_FWD_BACKLOG)) {
+	if ((e = sock_bind_dev(s, ifname))) {
+		close(s);
+		return e;
+	}
+	if (bind(s, &sa.sa, sl) || listen(s, TCP_FWD_BACKLOG)) {
 		e = errno;
 		close(s);
 		return -e;

@@ -273,10 +273,8 @@ int udp_socket(const union inany *a, uint16_t port, bool may_move,
 		return -errno;
 	if ((rc = udp_sock_setup(fd, v6)))
 		goto out;
-	if (ifname && ifname[0] &&
-	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
-		       (socklen_t)strlen(ifname)))
-		goto fail;
+	if ((rc = sock_bind_dev(fd, ifname)))
+		goto out;
 	sl = inany_to_sa(&sa, a, port);
 	rc = bind(fd, (struct sockaddr *)&sa, sl);
 	if (rc && may_move && port && (errno == EADDRINUSE || errno == EACCES)) {

@@ -98,10 +98,12 @@ void udp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events);
 void udp_timer(struct ctx *c);
 /* udp_listen_init() - open the host sockets of the ports forwarded by -u
  * (c->conf.udp_in), per family enabled and allowed by the spec's bind
- * address. Called by udp_init(); tests call it after filling a spec. */
+ * address; none with --no-udp. Called by udp_init(); tests call it
+ * after filling a spec. */
 void udp_listen_init(struct ctx *c);
 /* udp_ns_init() - namespace mode, after ns_start(): -U listeners in the
- * guest namespace, "auto" scanning (-u/-U auto), the loopback path. */
+ * guest namespace, "auto" scanning (-u/-U auto), the loopback path
+ * (nothing with --no-udp). */
 void udp_ns_init(struct ctx *c);
 /* udp_close_all() - close and free every UDP flow (shutdown, tests). */
 void udp_close_all(struct ctx *c);

@@ -691,6 +691,8 @@ void udp_listen_init(struct ctx *c)
 		if (!c->udp.fwd[dir].fds)
 			c->udp.fwd[dir].fds = alloc_startup(65536 * 2 *
 							    sizeof(int));
+	if (c->conf.no_udp)	/* as pasta: no host-side UDP either */
+		return;
 	if (f->mode == FWD_ALL)
 		listen_ports(c, UDP_FWD_IN, f->map, true, &err);
 	else if (f->mode == FWD_SPEC &&
@@ -837,7 +839,7 @@ void udp_ns_init(struct ctx *c)
 	void *p;
 	int err;
 
-	if (c->conf.mode != MODE_NS || !c->udp.ready)
+	if (c->conf.mode != MODE_NS || !c->udp.ready || c->conf.no_udp)
 		return;
 	p = mmap(NULL, (size_t)UDP_BATCH * UDP_SPLICE_SLOT,
 		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

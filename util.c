@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -85,6 +86,17 @@ uint32_t fd_limit(void)
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	return rl.rlim_cur >= UINT32_MAX ? UINT32_MAX : (uint32_t)rl.rlim_cur;
+}
+
+/* sock_bind_dev() - SO_BINDTODEVICE if ifname names one (see util.h). */
+int sock_bind_dev(int s, const char *ifname)
+{
+	if (!ifname || !ifname[0])
+		return 0;
+	if (setsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, ifname,
+		       (socklen_t)strlen(ifname)))
+		return -errno;
+	return 0;
 }
 
 /* spare_fd_open() - open the reserve fd. */

@@ -105,6 +105,11 @@ void *alloc_startup(size_t size);
  * first (descriptors are what flows cost); UINT32_MAX if unlimited. */
 uint32_t fd_limit(void);
 
+/* sock_bind_dev() - bind socket s to interface ifname (SO_BINDTODEVICE:
+ * --outbound-if4/6, a forward's %IF); nothing for NULL or "". Returns 0
+ * or -errno. */
+int sock_bind_dev(int s, const char *ifname);
+
 /* spare_fd_open() - an fd held in reserve for accept_refuse_spare()
  * (/dev/null, read-only); -1 if none could be opened. */
 int spare_fd_open(void);

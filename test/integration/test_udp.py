@@ -39,14 +39,19 @@ def extra_host_addr():
 
 
 class Echo:
-    """UDP echo server on the sandbox host (a thread of this process)."""
+    """UDP echo server on the sandbox host (a thread of this process);
+    kind SOCK_STREAM: a listening socket, for a subclass's _run()."""
 
-    def __init__(self, family, addr="", port=0):
-        self.s = socket.socket(family, socket.SOCK_DGRAM)
+    def __init__(self, family, addr="", port=0, kind=socket.SOCK_DGRAM):
+        self.s = socket.socket(family, kind)
         self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         if family == socket.AF_INET6:
             self.s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        if kind == socket.SOCK_STREAM:
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.s.bind((addr, port))
+        if kind == socket.SOCK_STREAM:
+            self.s.listen(8)
         self.port = self.s.getsockname()[1]
         self.s.settimeout(0.1)
         self.count = 0
@@ -58,14 +63,20 @@ class Echo:
     def _run(self):
         while not self.stopped:
             try:
-                data, peer = self.s.recvfrom(65535)
+                data, peer = self._receive()
             except socket.timeout:
                 continue
             except OSError:
                 return
             self.count += 1
             self.peers.add(peer[:2])
-            self.s.sendto(data, peer)
+            self._answer(data, peer)
+
+    def _receive(self):
+        return self.s.recvfrom(65535)
+
+    def _answer(self, data, peer):
+        self.s.sendto(data, peer)
 
     def close(self):
         self.stopped = True
