@@ -102,8 +102,7 @@ static int listen_sock(const union inany *a, uint16_t port, const char *ifname,
 	if (v6)
 		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (freebind)
-		setsockopt(s, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
-			   v6 ? IPV6_FREEBIND : IP_FREEBIND, &one, sizeof(one));
+		sock_freebind(s, v6);
 	if ((e = sock_bind_dev(s, ifname))) {
 		close(s);
 		return e;

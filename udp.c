@@ -256,10 +256,12 @@ int udp_sock_setup(int fd, bool v6)
 }
 
 /* udp_socket() - a non-blocking UDP socket of a's family with error
- * queueing on, bound to a (any address when unspecified) and port,
- * falling back to an ephemeral port when port is taken and may_move.
- * Returns the fd or -errno. */
-int udp_socket(const union inany *a, uint16_t port, bool may_move,
+ * queueing on, bound to interface ifname if any and to a (any address
+ * when unspecified) and port, falling back to an ephemeral port when
+ * port is taken and flags has UDP_SOCK_MAY_MOVE; UDP_SOCK_FREEBIND: a
+ * may be an address the host does not have (yet). Returns the fd or
+ * -errno. */
+int udp_socket(const union inany *a, uint16_t port, unsigned int flags,
 	       const char *ifname)
 {
 	bool v6 = !inany_is4(a);
@@ -275,9 +277,11 @@ int udp_socket(const union inany *a, uint16_t port, bool may_move,
 		goto out;
 	if ((rc = sock_bind_dev(fd, ifname)))
 		goto out;
+	if ((flags & UDP_SOCK_FREEBIND) && (rc = sock_freebind(fd, v6)))
+		goto out;
 	sl = inany_to_sa(&sa, a, port);
 	rc = bind(fd, (struct sockaddr *)&sa, sl);
-	if (rc && may_move && port && (errno == EADDRINUSE || errno == EACCES)) {
+	if (rc && (flags & UDP_SOCK_MAY_MOVE) && port && (errno == EADDRINUSE || errno == EACCES)) {
 		sl = inany_to_sa(&sa, a, 0);
 		rc = bind(fd, (struct sockaddr *)&sa, sl);
 	}
@@ -321,7 +325,7 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 	if (!fl)
 		return DROP_FLOW_TABLE_FULL;
 	u = UDP_FLOW(fl);
-	fd = udp_socket(&local, k->pa, true,
+	fd = udp_socket(&local, k->pa, UDP_SOCK_MAY_MOVE,
 			p->is_v6 ? c->conf.outbound_if6 : c->conf.outbound_if4);
 	if (fd < 0)
 		goto fail;

@@ -234,7 +234,7 @@ static struct flow *splice_flow_new(struct ctx *c, unsigned int dir, int lfd,
 	memset(&any, 0, sizeof(any));
 	if (!v6)
 		inany_from4(&any, (struct in_addr){ 0 });
-	fd = dir == UDP_FWD_OUT ? udp_socket(&any, 0, false, NULL)
+	fd = dir == UDP_FWD_OUT ? udp_socket(&any, 0, 0, NULL)
 				: ns_socket(c, v6);
 	if (fd < 0)
 		goto fail;
@@ -525,7 +525,8 @@ static int listen_one(struct ctx *c, unsigned int dir,
 			   .aux = port };
 	int fd, one = 1, rc;
 
-	fd = udp_socket(bind_to, port, false, ifname);
+	fd = udp_socket(bind_to, port,
+			c->conf.freebind ? UDP_SOCK_FREEBIND : 0, ifname);
 	if (fd < 0)
 		return fd;
 	if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,

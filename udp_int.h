@@ -64,9 +64,11 @@ struct flow *udp_flow_alloc(struct ctx *c);
 void udp_flow_free(struct ctx *c, struct flow *fl);
 /* udp_flow_touch() - traffic on fl: the most recently active flow. */
 void udp_flow_touch(struct ctx *c, struct flow *fl);
-/* udp_socket() - a non-blocking UDP socket bound to a:port (see udp.c).
- * Returns the fd or -errno. */
-int udp_socket(const union inany *a, uint16_t port, bool may_move,
+/* udp_socket() - a non-blocking UDP socket bound to a:port (see udp.c),
+ * flags UDP_SOCK_*. Returns the fd or -errno. */
+#define UDP_SOCK_MAY_MOVE	1	/* port taken: any port will do */
+#define UDP_SOCK_FREEBIND	2	/* a need not be the host's (yet) */
+int udp_socket(const union inany *a, uint16_t port, unsigned int flags,
 	       const char *ifname);
 /* udp_sock_setup() - buffer sizes, error queueing and V6ONLY on a fresh
  * UDP socket fd of family v6. Returns 0 or -errno. */

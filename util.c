@@ -99,6 +99,17 @@ int sock_bind_dev(int s, const char *ifname)
 	return 0;
 }
 
+/* sock_freebind() - see util.h. */
+int sock_freebind(int s, bool v6)
+{
+	int one = 1;
+
+	if (setsockopt(s, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+		       v6 ? IPV6_FREEBIND : IP_FREEBIND, &one, sizeof(one)))
+		return -errno;
+	return 0;
+}
+
 /* spare_fd_open() - open the reserve fd. */
 int spare_fd_open(void)
 {

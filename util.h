@@ -110,6 +110,11 @@ uint32_t fd_limit(void);
  * or -errno. */
 int sock_bind_dev(int s, const char *ifname);
 
+/* sock_freebind() - IP_FREEBIND (IPV6_FREEBIND for v6) on socket s
+ * (--freebind): it may bind an address the host does not have (yet).
+ * Returns 0 or -errno. */
+int sock_freebind(int s, bool v6);
+
 /* spare_fd_open() - an fd held in reserve for accept_refuse_spare()
  * (/dev/null, read-only); -1 if none could be opened. */
 int spare_fd_open(void);

@@ -6,7 +6,8 @@ gets no advertisement), --no-ndp (no advertisement, no neighbour), and
 --no-dhcpv6 (a DHCPv6 SOLICIT gets no ADVERTISE), each against the same
 exchange succeeding without the option; --outbound (the address a host
 server sees) and --outbound-if4/6 (which interface host sockets may use:
-TCP, UDP and ICMP echo alike). Every test fails if ferry ignored its
+TCP, UDP and ICMP echo alike); --freebind (-t and -u ports on an address
+the host does not have yet). Every test fails if ferry ignored its
 option. (--no-dhcp: test_services.py; --no-icmp: test_icmp.py.)
 """
 import json
@@ -14,11 +15,11 @@ import socket
 
 import pytest
 
-from conftest import HOST4, HOST6, run, wait_for
-from fwd_util import host_listening
+from conftest import HOST4, HOST6, run, start_fails, wait_for
+from fwd_util import host_listening, to_guest
 from test_udp import (EXTRA4, EXTRA6, PY, Echo,  # noqa: F401
-                      extra_host_addr, stats)
-from test_udp_ns import free_port, udp_bound
+                      extra_host_addr, host_query, stats)
+from test_udp_ns import free_port, guest_echo, udp_bound
 
 # A second host interface that routes nowhere (a veth pair whose far end
 # stays here without an address): a host socket bound to it cannot reach
@@ -283,3 +284,36 @@ def test_outbound_interface(ferry_ns, second_if, servers, fam):
         assert not guest_run(f, what, dst, port)["ok"], what
     assert f.guest(ping + [if_addr], check=False).returncode == 0
     assert f.guest(ping + [dst], check=False).returncode != 0
+
+
+# --- --freebind ------------------------------------------------------------
+
+FREE4 = "203.0.113.77"		# not on the host when ferry starts
+
+
+@pytest.mark.parametrize("proto", ["tcp", "udp"])
+def test_freebind(ferry_ns, tmp_path, proto):
+    """--freebind: a -t/-u port on an address the host does not have
+    (yet) opens at start-up (IP_FREEBIND) and forwards to the guest once
+    the address appears; without the option ferry exits naming the
+    port, as for any port that cannot be bound."""
+    opt = "-t" if proto == "tcp" else "-u"
+    port = free_port()
+    spec = f"{FREE4}/{port}"
+    out = start_fails(ferry_ns, [opt, spec], [], tmp_path)
+    assert f"port {port}" in out, out
+    f = ferry_ns(args=["--freebind", opt, spec])
+    srv = None if proto == "tcp" else guest_echo(f, "0.0.0.0", port)
+    run(["ip", "addr", "add", FREE4 + "/32", "dev", "lo"])
+    try:
+        if proto == "tcp":
+            to_guest(f, FREE4, port, port, "up", 1 << 20,
+                     guest_addr="0.0.0.0")
+        else:
+            assert host_query(FREE4, port, b"freebind") == (b"freebind",
+                                                            port)
+    finally:
+        run(["ip", "addr", "del", FREE4 + "/32", "dev", "lo"], check=False)
+        if srv:
+            srv.kill()
+            srv.wait()
