@@ -110,6 +110,27 @@ static enum drop_reason parse_ip6(struct pkt *p, const uint8_t *b, size_t len)
 	return DROP_NONE;
 }
 
+/* tcp_sack_opt_parse() - a SACK option of olen bytes at o (olen checked
+ * against the option area by the caller): present when it holds at
+ * least one block; its blocks kept when the length is 2 + 8 n with
+ * n <= TCP_SACK_OPT_MAX, none otherwise (malformed: only its presence
+ * counts, as before the blocks were read). */
+static void tcp_sack_opt_parse(const uint8_t *o, uint8_t olen,
+			       struct tcp_view *t)
+{
+	unsigned int i, n = (olen - 2u) / 8;
+
+	t->has_sack = olen >= 10;
+	t->nsack = 0;
+	if (!t->has_sack || (olen - 2u) % 8 || n > TCP_SACK_OPT_MAX)
+		return;
+	for (i = 0; i < n; i++) {
+		t->sack[i][0] = rd32(o + 2 + 8 * i);
+		t->sack[i][1] = rd32(o + 6 + 8 * i);
+	}
+	t->nsack = (uint8_t)n;
+}
+
 bool tcp_opts_parse(const uint8_t *opt, size_t len, struct tcp_view *t)
 {
 	size_t i = 0;
@@ -153,8 +174,8 @@ bool tcp_opts_parse(const uint8_t *opt, size_t len, struct tcp_view *t)
 			t->tsval = rd32(opt + i + 2);
 			t->tsecr = rd32(opt + i + 6);
 			break;
-		case 5:			/* SACK blocks: their presence only */
-			t->has_sack = olen >= 10;
+		case 5:			/* SACK blocks */
+			tcp_sack_opt_parse(opt + i, olen, t);
 			break;
 		default:		/* MD5, ...: skipped */
 			break;

@@ -55,6 +55,8 @@ struct arp_view {
 };
 
 /* TCP header and options, validated (RFC 9293, RFC 7323, RFC 2018). */
+#define TCP_SACK_OPT_MAX	4	/* blocks in one SACK option */
+
 struct tcp_view {
 	uint16_t sport, dport;
 	uint32_t seq, ack;
@@ -63,10 +65,13 @@ struct tcp_view {
 	uint8_t doff;			/* header length in bytes */
 	/* Options: valid only when the has_* flag is set. */
 	bool has_mss, has_wscale, has_sack_perm, has_ts;
-	bool has_sack;			/* SACK blocks (not parsed) */
+	bool has_sack;			/* a SACK option (RFC 2018) */
+	uint8_t nsack;			/* its blocks, when well-formed (a
+					 * length of 2 + 8 n, n <= 4): 0 else */
 	uint16_t mss;
 	uint8_t wscale;			/* clamped to 14 (RFC 7323 2.3) */
 	uint32_t tsval, tsecr;
+	uint32_t sack[TCP_SACK_OPT_MAX][2];	/* left, right edge (raw) */
 };
 
 #define TCP_F_FIN	0x01

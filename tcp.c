@@ -687,7 +687,8 @@ static void tcp_dirty(struct ctx *c, struct flow *fl)
  * rewind, a grown window lets more data out. A duplicate ACK has the
  * window of the ACK before (RFC 5681), or SACK blocks whatever its window
  * (RFC 6675): a guest receiving beyond a hole may grow its window in
- * every one of them. */
+ * every one of them. The SACK blocks go to the scoreboard, which the
+ * rewind's resend steps over (tcp_sack.c). */
 static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 {
 	struct tcp_conn *conn = conn_of(fl);
@@ -695,6 +696,8 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	seq_t ack = seq_make(t->ack);
 	uint32_t wnd = (uint32_t)t->window << conn->ws_from_guest;
 	bool wnd_changed = wnd != conn->wnd_from_guest;
+	bool dup = seq_eq(ack, conn->seq_acked_by_guest);
+	seq_t hole;
 
 	if (seq_gt(ack, conn->seq_to_guest)) {
 		uint32_t d = (uint32_t)seq_diff(ack, conn->seq_to_guest);
@@ -731,13 +734,18 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 		if (seq_lt(ack, conn->seq_to_guest))
 			tcp_timer_set(c, conn, TCP_RTO_MS);
 		conn->flags |= TCP_C_TX_NOW;
-	} else if (seq_eq(ack, conn->seq_acked_by_guest) &&
-		   !p->payload_len && (!wnd_changed || t->has_sack) &&
-		   !(t->flags & (TCP_F_SYN | TCP_F_FIN)) &&
-		   seq_lt(ack, conn->seq_to_guest) && conn->dup_acks < 3 &&
-		   ++conn->dup_acks == 3) {
+	}
+	tcp_sack_input(conn, t, &c->tcp.st);
+	if (dup && conn->dup_acks < 3 &&
+	    !p->payload_len && (!wnd_changed || t->has_sack) &&
+	    !(t->flags & (TCP_F_SYN | TCP_F_FIN)) &&
+	    seq_lt(ack, conn->seq_to_guest) && ++conn->dup_acks == 3) {
 		c->tcp.st.rewinds_dupack++;
-		tcp_rewind(c, fl);
+		tcp_rewind(c, fl, true);
+		conn->flags |= TCP_C_TX_NOW;
+	} else if (tcp_sack_lost(conn, &hole)) {
+		c->tcp.st.sack_rewinds++;
+		tcp_rewind_to(c, fl, hole, true);
 		conn->flags |= TCP_C_TX_NOW;
 	}
 	if (wnd_changed) {
@@ -1411,6 +1419,9 @@ void tcp_stats_log(const struct ctx *c)
 		{ "acks delayed", s->acks_delayed },
 		{ "sent by timer", s->acks_delack_timer },
 		{ "acks carried", s->acks_carried },
+		{ "sack rewinds/skips/bytes/ignored", s->sack_rewinds },
+		{ NULL, s->sack_skips }, { NULL, s->sack_skipped },
+		{ NULL, s->sack_ignored },
 	};
 
 	stats_line("tcp", st, ARRAY_SIZE(st));

@@ -33,6 +33,12 @@ struct tcp_stats {
 	uint64_t connect_now;		/* SYN-ACK in the SYN's round (tests) */
 	uint64_t rst_to_guest, rst_from_guest;
 	uint64_t rewinds_dupack, rewinds_rto;
+	uint64_t sack_rewinds;		/* resends from a hole found lost in a
+					 * fast recovery (tcp_sack_lost()) */
+	uint64_t sack_skips;		/* SACKed ranges a resend stepped over */
+	uint64_t sack_skipped;		/* ... their bytes, not resent */
+	uint64_t sack_ignored;		/* guest SACK blocks out of range or
+					 * malformed (tcp_sack_input()) */
 	uint64_t short_writes;		/* guest data the socket refused */
 	uint64_t wnd_updates;		/* window updates on socket drain */
 	uint64_t clamp_sets, clamp_fallbacks;

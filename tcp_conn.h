@@ -88,6 +88,15 @@ enum tcp_cstate {
 
 #define TCP_PEND_NONE	UINT16_MAX
 
+/* A range of ferry's data the guest reported holding (SACK, tcp_sack.c):
+ * [l, r) in our sequence space. */
+struct tcp_sack_blk {
+	seq_t l, r;
+};
+#define TCP_SACK_BLKS	16	/* scoreboard ranges per connection */
+#define TCP_SACK_LOST_SEGS	3	/* segments SACKed above a hole that
+					 * make it lost (RFC 6675 DupThresh) */
+
 struct tcp_conn {
 	int sock;			/* host socket */
 	uint32_t ev;			/* epoll events acted on now (the
@@ -155,6 +164,22 @@ struct tcp_conn {
 	bool read_drained;		/* the last read left nothing unsent:
 					 * the next one guesses, no SIOCINQ
 					 * (tcp_tx.c, tcp_read_batch()) */
+
+	/* The guest's SACK blocks and loss recovery (tcp_sack.c) */
+	bool sack_rec;			/* in a recovery (rewound, until the
+					 * ACK reaches sack_recover) */
+	bool sack_fast;			/* ... begun by a fast retransmit */
+	uint8_t nsacked;		/* ranges in sacked[] */
+	seq_t sack_recover;		/* snd_max when the recovery began */
+	seq_t sack_rxt;			/* resent up to here in the recovery
+					 * (RFC 6675 HighRxt) */
+	bool sack_trunc;		/* a full scoreboard dropped ranges:
+					 * nothing known from trunc_l on */
+	seq_t sack_trunc_l, sack_trunc_r;	/* ... what was dropped spans
+					 * [trunc_l, trunc_r) at most */
+	struct tcp_sack_blk sacked[TCP_SACK_BLKS];	/* scoreboard: sorted,
+					 * disjoint, in (seq_acked_by_guest,
+					 * snd_max] */
 };
 
 /* An ACK for guest data written to the socket may wait a little for host
@@ -249,7 +274,12 @@ void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale);
  * nothing to consume: tcp_clamp_update() only when the guest's window
  * changed since the clamp was last computed (or none is set yet). */
 void tcp_clamp_refresh(struct ctx *c, struct flow *fl);
-void tcp_rewind(struct ctx *c, struct flow *fl);
+/* tcp_rewind() - resend from the guest's cumulative ACK; fast: after
+ * three duplicate ACKs (else a timeout), see tcp_sack.c. */
+void tcp_rewind(struct ctx *c, struct flow *fl, bool fast);
+/* tcp_rewind_to() - tcp_rewind() to seq to (acked .. seq_to_guest):
+ * resend from a hole the guest's SACK blocks show lost (fast). */
+void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast);
 void tcp_stuck_check(struct ctx *c, struct flow *fl);
 #ifdef FERRY_TEST
 /* tcp_test_stuck_wnd - test build only: >= 0 replaces the tcpi_rcv_wnd
@@ -258,5 +288,28 @@ extern int64_t tcp_test_stuck_wnd;
 #endif
 bool tcp_probe_or_rto(struct ctx *c, struct flow *fl);
 uint32_t tcp_isn(const struct ctx *c, const struct flow *fl);
+
+/* tcp_sack.c */
+struct tcp_stats;
+/* tcp_snd_max() - one past the highest sequence number sent (snd_max). */
+seq_t tcp_snd_max(const struct tcp_conn *conn);
+/* tcp_sack_input() - the guest segment t's SACK blocks into the
+ * scoreboard, after its ACK was taken; ignored blocks counted in st. */
+void tcp_sack_input(struct tcp_conn *conn, const struct tcp_view *t,
+		    struct tcp_stats *st);
+/* tcp_sack_skip_len() - SACKed bytes a resend steps over at seq_to_guest
+ * (after a fast retransmit, up to snd_max past the highest range). */
+uint32_t tcp_sack_skip_len(const struct tcp_conn *conn);
+/* tcp_sack_hole_len() - bytes a resend may read before the next SACKed
+ * range, UINT32_MAX: none ahead. */
+uint32_t tcp_sack_hole_len(const struct tcp_conn *conn);
+/* tcp_sack_lost() - in a recovery, the first hole not resent yet that
+ * the guest's SACK blocks or ACK show lost: true, its start in *hole. */
+bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole);
+/* tcp_sack_rewound() - a rewind (fast: duplicate ACKs or a lost hole)
+ * starts or continues the recovery; a timeout ends it. */
+void tcp_sack_rewound(struct tcp_conn *conn, bool fast);
+/* tcp_sack_resent() - a resend read ended at seq_to_guest. */
+void tcp_sack_resent(struct tcp_conn *conn);
 
 #endif /* FERRY_TCP_CONN_H */

@@ -40,9 +40,14 @@
  * SIOCINQ and a TCP_WINDOW_CLAMP per exchange (doc/bench.md). Rewinds,
  * closes, a guest window that closed and an ACK that moved seq_to_guest
  * past the kernel's peek offset consume at once. Retransmission is a
- * rewind: seq_to_guest goes back to the guest's ACK, the peek offset to
- * zero, and the next read sends the same bytes again (three duplicate
- * ACKs or a timeout).
+ * rewind: seq_to_guest goes back to the guest's ACK (or a later hole),
+ * the peek offset with it, and the next reads send the same bytes again
+ * (three duplicate ACKs, a hole found lost, or a timeout). Before each
+ * read of a resend, tcp_resend_skip() steps seq_to_guest over what the
+ * guest SACKed (tcp_sack.c) and the read stops at the next SACKed range:
+ * only the holes go out again (one SO_PEEK_OFF setsockopt per range
+ * stepped over when the kernel's offset is on; else the scratch-buffer
+ * skip covers them at no extra call).
  *
  * Reads after one that drained the socket skip the SIOCINQ: they ask
  * for up to TCP_READ_GUESS bytes, and a short read says the socket is
@@ -479,32 +484,71 @@ void tcp_stuck_check(struct ctx *c, struct flow *fl)
 		   sizeof(open));
 }
 
-/* tcp_rewind() - retransmit from the last byte the guest acknowledged:
- * consume what it acknowledged, move seq_to_guest back, reset the peek
- * offset; remembers how much was sent before (late ACKs). */
-void tcp_rewind(struct ctx *c, struct flow *fl)
+/* tcp_rewind_to() - retransmit from seq to, the last byte the guest
+ * acknowledged or a later hole: consume what it acknowledged, move
+ * seq_to_guest back, the peek offset with it; remembers how much was
+ * sent before (late ACKs). fast: duplicate ACKs or a hole the guest's
+ * SACK blocks show lost, else a timeout (tcp_sack.c). */
+void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	int zero = 0;
+	int off;
 
 	tcp_consume(c, fl);
 	/* The guest may still acknowledge what was sent before (its ACKs
 	 * were lost or late): remember how far that went, data only. */
-	conn->rewound += (uint32_t)seq_diff(conn->seq_to_guest,
-					    conn->seq_acked_by_guest);
+	conn->rewound += (uint32_t)seq_diff(conn->seq_to_guest, to);
 	if ((conn->flags & TCP_C_FIN_SENT) && conn->rewound &&
 	    !(conn->flags & TCP_C_FIN_ACKED)) {
 		conn->rewound--;		/* the FIN is not data */
 		conn->fin_rewound = true;
 	}
-	conn->seq_to_guest = conn->seq_acked_by_guest;
+	conn->seq_to_guest = to;
 	conn->sock_sent = false;
 	if (!(conn->flags & TCP_C_FIN_ACKED))
 		conn->flags &= (uint16_t)~TCP_C_FIN_SENT;
-	if (conn->flags & TCP_C_PEEK_OFF)	/* else no offset to reset */
-		setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &zero,
-			   sizeof(zero));
+	off = (int)(conn->consume +
+		    (uint32_t)seq_diff(to, conn->seq_acked_by_guest));
+	if (conn->flags & TCP_C_PEEK_OFF)	/* else no offset to move */
+		setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &off,
+			   sizeof(off));
+	conn->peek_behind = false;
 	conn->dup_acks = 3;	/* ignore further dup ACKs until progress */
+	tcp_sack_rewound(conn, fast);
+}
+
+/* tcp_rewind() - tcp_rewind_to() the guest's cumulative ACK. */
+void tcp_rewind(struct ctx *c, struct flow *fl, bool fast)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	tcp_rewind_to(c, fl, conn->seq_acked_by_guest, fast);
+}
+
+/* tcp_resend_skip() - before a read while resending: step seq_to_guest
+ * over what the guest SACKed (tcp_sack_skip_len()), moving the kernel's
+ * peek offset along when the connection uses it (one setsockopt per
+ * range stepped over; without it the next read's skip covers them).
+ * Returns the most the read may send: up to the next SACKed range. */
+static size_t tcp_resend_skip(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t skip = tcp_sack_skip_len(conn);
+	int off;
+
+	if (skip) {
+		conn->seq_to_guest = seq_add(conn->seq_to_guest, skip);
+		conn->rewound -= skip;
+		c->tcp.st.sack_skips++;
+		c->tcp.st.sack_skipped += skip;
+		off = (int)(conn->consume + (uint32_t)seq_diff(
+				conn->seq_to_guest, conn->seq_acked_by_guest));
+		if ((conn->flags & TCP_C_PEEK_OFF) &&
+		    !setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &off,
+				sizeof(off)))
+			conn->peek_behind = false;
+	}
+	return (size_t)tcp_sack_hole_len(conn);
 }
 
 /* tcp_csum_partial_fill() - a partial checksum (offloaded): only the
@@ -708,7 +752,9 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	struct tcp_conn *conn = conn_of(fl);
 	struct iovec iov[DISCARD_IOV + TCP_SEG_BATCH];
 	size_t hlen = tcp_hdr_len(fl), mss = tcp_seg_size(c, fl), skip = 0;
-	size_t avail = 0, n = tcp_sendable(c, fl, &skip, &avail), got, left;
+	size_t hole = tcp_resend_skip(c, fl), avail = 0, got, left;
+	size_t n = MIN(tcp_sendable(c, fl, &skip, &avail), hole);
+	bool resend = conn->rewound, fin;
 	size_t room = conn->wnd_from_guest - (uint32_t)seq_diff(
 			conn->seq_to_guest, conn->seq_acked_by_guest);
 	size_t lens[TCP_SEG_BATCH] = { 0 };
@@ -717,7 +763,6 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	struct pkt_off off;
 	unsigned int nseg, i, ni = 0, keep;
 	struct msghdr mh = { 0 };
-	bool fin;
 	ssize_t r;
 
 	if (!n)
@@ -758,6 +803,8 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 		conn->fin_rewound = false;
 	}
 	conn->rewound -= (uint32_t)MIN((size_t)conn->rewound, got);
+	if (resend)
+		tcp_sack_resent(conn);
 	*more = !fin && got == n &&
 		(avail == SIZE_MAX || n < avail ||
 		 (conn->flags & TCP_C_SOCK_EOF) ||
@@ -815,7 +862,7 @@ bool tcp_probe_or_rto(struct ctx *c, struct flow *fl)
 		  (int64_t)TCP_RTO_MAX_MS);
 	if (seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest)) {
 		c->tcp.st.rewinds_rto++;
-		tcp_rewind(c, fl);
+		tcp_rewind(c, fl, false);
 		tcp_data_to_guest(c, fl);
 	} else if (!conn->wnd_from_guest) {
 		tcp_send_probe(c, fl);

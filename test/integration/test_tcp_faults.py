@@ -5,7 +5,8 @@ is checked from its capture and the injector's -d lines (fault_util):
 no frame dropped outside the injector; as the receiver of the guest's
 data, every segment acknowledged or SACKed at once; as the sender toward
 the guest, every unacknowledged byte sent again at the third duplicate
-ACK or by its timer; and no 5 s without progress. Not whole seconds
+ACK or by its timer, but nothing the guest had SACKed (tcp_sack.c), and
+no RST storm after the close; and no 5 s without progress. Not whole seconds
 without progress: those measure the guest's and the host's recovery
 (an RTO backed off after the injector dropped the same segment twice)
 and the machine's load as much as ferry (doc/tcp.md, Tests).
@@ -76,6 +77,19 @@ def test_tcp_lossy_link_mtu1500_dup(ferry_ns, tmp_path):
     st = fault_stats(f)
     assert st[4] > 0 and st[3] > 0, st
     check_ferry_part(f, pcap, "ferry", SIZE // 2, rcv)
+
+
+def test_tcp_lossy_download_big(ferry_ns, tmp_path):
+    """1 GiB down (FERRY_FAULT_BIG) at 1% loss and reordering both ways:
+    no corruption, no drop outside the injector, no 5 s without
+    progress, no capture (see the upload's). Before the SACK-aware
+    resends (tcp_sack.c) every fast retransmit resent the guest's whole
+    window: see doc/tcp.md, "Resending toward the guest"."""
+    f, pcap = lossy(ferry_ns, tmp_path, "--fault", "drop=10,reorder=10,seed=9",
+                    "-t", "none", "-T", "none", capture=False)
+    rcv, secs = check_transfer(f, False, "down", BIG, timeout=300,
+                               recv_opts=("--rate-log",))
+    check_ferry_part(f, pcap, "ferry", BIG, rcv)
 
 
 @pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])

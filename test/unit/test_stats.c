@@ -55,6 +55,8 @@ TEST(stats_lines_exact)
 	t->short_writes = 18; t->wnd_updates = 19; t->clamp_sets = 20;
 	t->clamp_fallbacks = 21; t->timeouts = 22; t->acks_delayed = 23;
 	t->acks_delack_timer = 24; t->acks_carried = 47;
+	t->sack_rewinds = 51; t->sack_skips = 48; t->sack_skipped = 49;
+	t->sack_ignored = 50;
 	ooo.st = (struct tcp_ooo_stats){ 25, 26, 27, 28, 29, 30, 31, 32 };
 	c->tcp.ooo = &ooo;
 	*f = (struct tcp_fwd_stats){ .listeners = 33, .accepted = 34,
@@ -77,7 +79,8 @@ TEST(stats_lines_exact)
 		"stats: tcp opened 12 refused 13 rst to/from guest 14/15 "
 		"rewinds dupack/rto 16/17 short writes 18 wnd updates 19 "
 		"clamp sets 20 fallbacks 21 timeouts 22 acks delayed 23 "
-		"sent by timer 24 acks carried 47\n"
+		"sent by timer 24 acks carried 47 "
+		"sack rewinds/skips/bytes/ignored 51/48/49/50\n"
 		"stats: tcp ooo segments 25 bytes 26 delivered 27 drops "
 		"full/reach 28/29 sack acks 30 blocks 31 peak 32\n"
 		"stats: tcp forwarding listeners 33 accepted 34 to guest 35 "
@@ -101,6 +104,7 @@ TEST(stats_quiet_modules_say_nothing)
 		"stats: tcp opened 0 refused 0 rst to/from guest 0/0 "
 		"rewinds dupack/rto 0/0 short writes 0 wnd updates 0 "
 		"clamp sets 0 fallbacks 0 timeouts 0 acks delayed 0 "
-		"sent by timer 0 acks carried 0\n"));
+		"sent by timer 0 acks carried 0 "
+		"sack rewinds/skips/bytes/ignored 0/0/0/0\n"));
 	free(out);
 }

@@ -1,0 +1,340 @@
+/* test_tcp_sack.c - resends toward the guest with its SACK blocks
+ * (tcp_sack.c): after a loss only the holes go out again, with the
+ * kernel's peek offset or the scratch-buffer skip; malformed,
+ * out-of-window and D-SACK blocks are ignored, a cumulative ACK prunes
+ * the scoreboard, a timeout keeps it once, and a hole the guest's later
+ * blocks show lost is resent on its own during the recovery. */
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include "ferry.h"
+#include "pkt.h"
+#include "tcp_conn.h"
+#include "unit.h"
+#include "util.h"
+#include "tcp_harness.h"
+
+#define MSS	1460u
+
+/* The six segments of 8000 bytes at MSS 1460: (offset, length). */
+static const uint32_t all6[][2] = { { 0, MSS }, { MSS, MSS },
+				    { 2 * MSS, MSS }, { 3 * MSS, MSS },
+				    { 4 * MSS, MSS }, { 5 * MSS, 700 } };
+
+static struct tcp_conn *sconn(struct ctx *c)
+{
+	struct flow *fl = flow_first(&c->flows, FLOW_TCP);
+
+	return fl ? FLOW_PRIV(fl, struct tcp_conn) : NULL;
+}
+
+/* Stream content: byte i of the host's data. */
+static uint8_t pat(uint32_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 9));
+}
+
+/* sack_open() - a SACK connection whose host peer sent len bytes (the
+ * pattern), all of it read by ferry toward the guest (a read of more
+ * than TCP_PEEK_COPY_MAX first when peek_first: the next one, skipping
+ * those bytes in flight, turns the kernel's peek offset on). Returns the accepted socket, *first the
+ * sequence number of the first byte. */
+static int sack_open(struct tguest *g, size_t len, bool peek_first,
+		     uint32_t *first)
+{
+	static uint8_t buf[64 * 1024];
+	size_t i, part = peek_first ? 3000 : 0;
+	struct pkt p;
+	int a;
+
+	for (i = 0; i < len; i++)
+		buf[i] = pat((uint32_t)i);
+	a = tconn_open(g, true, NULL);
+	if (a < 0)
+		return -1;
+	if (part) {
+		send(a, buf, part, 0);
+		pump(g->c, 2000, 1);
+	}
+	send(a, buf + part, len - part, 0);
+	pump(g->c, 2000, (len + MSS - 1) / MSS);
+	if (!seg_at(g->c, 0, &p))
+		return -1;
+	*first = p.tcp.seq;
+	test_tx_reset(g->c);
+	return a;
+}
+
+/* sack_opt() - a SACK option of n blocks in segment units from first
+ * (each block's end capped at end), NOP-padded: its length. */
+static size_t sack_opt(uint8_t *o, uint32_t first, const uint32_t (*b)[2],
+		       unsigned int n, uint32_t end)
+{
+	unsigned int i;
+
+	o[0] = 1;
+	o[1] = 1;
+	o[2] = 5;
+	o[3] = (uint8_t)(2 + 8 * n);
+	for (i = 0; i < n; i++) {
+		wr32(o + 4 + 8 * i, first + MIN(b[i][0] * MSS, end));
+		wr32(o + 8 + 8 * i, first + MIN(b[i][1] * MSS, end));
+	}
+	return 4 + 8 * n;
+}
+
+/* dupacks() - k duplicate ACKs of ack carrying option o (olen bytes). */
+static void dupacks(struct tguest *g, uint32_t ack, const uint8_t *o,
+		    size_t olen, int k)
+{
+	g->ack = ack;
+	while (k--)
+		guest_send(g, TCP_F_ACK, NULL, 0, o, olen);
+}
+
+/* sent_check() - the data frames since the last reset are exactly the
+ * n (seq offset, length) pairs in want, their payload the stream's. */
+static bool sent_check(struct ctx *c, uint32_t first,
+		       const uint32_t (*want)[2], size_t n)
+{
+	size_t i, k = 0, j;
+	struct pkt p;
+
+	for (i = 0; i < test_tx_n(c); i++) {
+		uint32_t off;
+
+		if (!seg_at(c, i, &p) || !p.payload_len)
+			continue;
+		off = p.tcp.seq - first;
+		if (k == n || off != want[k][0] ||
+		    p.payload_len != want[k][1])
+			return false;
+		for (j = 0; j < p.payload_len; j++)
+			if (p.payload[j] != pat(off + (uint32_t)j))
+				return false;
+		k++;
+	}
+	return k == n;
+}
+
+/* The first segment lost, the guest SACKs the rest: the fast
+ * retransmit resends that segment only (before: all six). */
+TEST(tcp_sack_one_hole_resent_only)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40201 };
+	static const uint32_t blk[][2] = { { 1, 6 } };
+	static const uint32_t want[][2] = { { 0, MSS } };
+	uint32_t first = 0;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, 8000, false, &first);
+
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, blk, 1, 8000);
+	dupacks(&g, first, o, olen, 3);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	CHECK(sent_check(c, first, want, 1));
+	CHECK_EQ(c->tcp.st.sack_skipped, 8000 - MSS);
+	/* the guest's ACK of everything: nothing more to send */
+	test_tx_reset(c);
+	g.ack = first + 8000;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	advance(c, TCP_RTO_MS * 2);
+	CHECK(sent_check(c, first, want, 0));
+	tconn_close(&g, a);
+}
+
+/* holes_case() - 28 segments, holes at 0, 5-6 and 20, three SACK blocks;
+ * peek: with the kernel's peek offset on before the loss, else with
+ * SO_PEEK_OFF unavailable (the scratch-buffer skip). Only the holes go
+ * out, with the right bytes, then nothing beyond what was sent. */
+static void holes_case(bool peek)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = (uint16_t)(40202 + peek) };
+	static const uint32_t blk[][2] = { { 1, 5 }, { 7, 20 }, { 21, 28 } };
+	static const uint32_t want[][2] = { { 0, MSS }, { 5 * MSS, MSS },
+					    { 6 * MSS, MSS },
+					    { 20 * MSS, MSS } };
+	uint32_t first = 0, len = 40000;
+	struct tcp_conn *conn;
+	struct pkt p;
+	uint8_t o[40];
+	size_t olen;
+	int a;
+
+	if (!peek)
+		c->tcp.peek_off = false;
+	a = sack_open(&g, len, peek, &first);
+	CHECK(a >= 0);
+	CHECK((conn = sconn(c)) != NULL);
+	CHECK(!!(conn->flags & TCP_C_PEEK_OFF) == peek);
+	olen = sack_opt(o, first, blk, 3, len);
+	dupacks(&g, first, o, olen, 3);
+	CHECK(sent_check(c, first, want, 4));
+	CHECK_EQ(c->tcp.st.sack_skips, 3);
+	CHECK(seq_eq(conn->seq_to_guest, seq_make(first + len)));
+	CHECK_EQ(conn->rewound, 0);
+	/* new data continues from where the stream left off */
+	test_tx_reset(c);
+	CHECK_EQ(send(a, "new", 3, 0), 3);
+	pump(c, 2000, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.seq, first + len);
+	CHECK_EQ(p.payload_len, 3);
+	CHECK(!memcmp(p.payload, "new", 3));
+	tconn_close(&g, a);
+}
+
+TEST(tcp_sack_holes_with_peek_offset)
+{
+	holes_case(true);
+}
+
+TEST(tcp_sack_holes_with_scratch_skip)
+{
+	holes_case(false);
+}
+
+/* Blocks that are malformed (left >= right), beyond what was sent, at or
+ * below the ACK (D-SACK), or in an option whose length is no whole
+ * number of blocks are ignored: the resend is everything, as without
+ * SACK. Overlapping blocks in one option merge. */
+TEST(tcp_sack_bad_blocks_ignored)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40204 };
+	static const uint32_t one[][2] = { { 0, MSS } };
+	uint32_t first = 0;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, 8000, false, &first);
+
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 3, 2 }, { 2, 9 },
+							 { 0, 2 } }, 3, 9000);
+	dupacks(&g, first, o, olen, 3);
+	CHECK_EQ(c->tcp.st.sack_ignored, 9);
+	CHECK(sent_check(c, first, all6, 6));
+	tconn_close(&g, a);
+
+	c = tcp_test_ctx();
+	g = (struct tguest){ .c = c, .sport = 40205 };
+	a = sack_open(&g, 8000, false, &first);
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 3 } }, 1, 8000);
+	o[3] = 14;				/* not 2 + 8 n */
+	memset(o + olen, 0, 4);
+	dupacks(&g, first, o, olen + 4, 3);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);	/* still a duplicate ACK */
+	CHECK(sent_check(c, first, all6, 6));
+	tconn_close(&g, a);
+
+	c = tcp_test_ctx();
+	g = (struct tguest){ .c = c, .sport = 40206 };
+	a = sack_open(&g, 8000, false, &first);
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 3, 6 }, { 1, 4 } },
+			2, 8000);
+	dupacks(&g, first, o, olen, 3);
+	CHECK_EQ(c->tcp.st.sack_ignored, 0);
+	CHECK_EQ(sconn(c)->nsacked, 1);
+	CHECK(sent_check(c, first, one, 1));
+	tconn_close(&g, a);
+}
+
+/* A cumulative ACK that covers SACKed bytes prunes them, and the blocks
+ * it carries below it are ignored: the resend after three duplicate
+ * ACKs without SACK blocks is everything from that ACK. */
+TEST(tcp_sack_blocks_covered_by_ack)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40207 };
+	uint32_t first = 0;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, 8000, false, &first);
+
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 2, 3 } }, 1, 8000);
+	dupacks(&g, first, o, olen, 2);
+	CHECK_EQ(sconn(c)->nsacked, 1);
+	dupacks(&g, first + 3 * MSS, o, olen, 1);	/* covers the block */
+	CHECK_EQ(sconn(c)->nsacked, 0);
+	CHECK_EQ(c->tcp.st.sack_ignored, 1);
+	dupacks(&g, first + 3 * MSS, NULL, 0, 3);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	CHECK(sent_check(c, first, all6 + 3, 3));
+	tconn_close(&g, a);
+}
+
+/* Two duplicate ACKs with a block, no fast retransmit: the first timeout
+ * resends all but the SACKed range (a timeout presumes the bytes above
+ * the highest range lost), the second in a row everything (the guest
+ * may have reneged). */
+TEST(tcp_sack_timeouts)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40208 };
+	static const uint32_t rto1[][2] = { { 0, MSS }, { 3 * MSS, MSS },
+					    { 4 * MSS, MSS },
+					    { 5 * MSS, 700 } };
+	uint32_t first = 0;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, 8000, false, &first);
+
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 3 } }, 1, 8000);
+	dupacks(&g, first, o, olen, 2);
+	CHECK_EQ(test_tx_n(c), 0);
+	advance(c, TCP_RTO_MS + 1);
+	CHECK_EQ(c->tcp.st.rewinds_rto, 1);
+	CHECK(sent_check(c, first, rto1, 4));
+	test_tx_reset(c);
+	advance(c, 2 * TCP_RTO_MS + 1);
+	CHECK_EQ(c->tcp.st.rewinds_rto, 2);
+	CHECK(sent_check(c, first, all6, 6));
+	tconn_close(&g, a);
+}
+
+/* During a fast recovery, the guest's later blocks show a second hole
+ * (segment 10) with three segments SACKed above it: it is resent at
+ * once, alone (before, duplicate ACKs were ignored until the ACK moved,
+ * and the timer resent it); fewer segments above it wait (reordering). */
+TEST(tcp_sack_later_hole_resent_in_recovery)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40209 };
+	static const uint32_t hole0[][2] = { { 0, MSS } };
+	static const uint32_t hole10[][2] = { { 10 * MSS, MSS } };
+	uint32_t first = 0, len = 40000;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, len, false, &first);
+
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 5 } }, 1, len);
+	dupacks(&g, first, o, olen, 3);
+	CHECK(sent_check(c, first, hole0, 1));
+	test_tx_reset(c);
+	/* two segments above the new hole: not yet */
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 11, 13 },
+							 { 1, 10 } }, 2, len);
+	dupacks(&g, first, o, olen, 1);
+	CHECK_EQ(test_tx_n(c), 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 11, 14 },
+							 { 1, 10 } }, 2, len);
+	dupacks(&g, first, o, olen, 1);
+	CHECK_EQ(c->tcp.st.sack_rewinds, 1);
+	CHECK(sent_check(c, first, hole10, 1));
+	/* more blocks, nothing new lost: nothing resent */
+	test_tx_reset(c);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 11, 20 },
+							 { 1, 10 } }, 2, len);
+	dupacks(&g, first, o, olen, 1);
+	CHECK_EQ(test_tx_n(c), 0);
+	tconn_close(&g, a);
+}
