@@ -960,37 +960,18 @@ void udp_timer(struct ctx *c)
 	timer_request(c, MIN(MAX(next - now, gran), scan));
 }
 
-/* udp_env_u32() - test builds: a limit from the environment, else dflt. */
-uint32_t udp_env_u32(const char *name, uint32_t dflt)
-{
-#ifdef FERRY_TEST
-	const char *s = getenv(name);
-	char *end;
-	unsigned long v;
-
-	if (s && *s) {
-		v = strtoul(s, &end, 10);
-		if (!*end && v > 0 && v <= UINT32_MAX)
-			return (uint32_t)v;
-	}
-#else
-	(void)name;
-#endif
-	return dflt;
-}
-
 /* udp_limits() - flow cap and timeouts, the cap within the fd budget. */
 static void udp_limits(struct ctx *c)
 {
-	uint32_t cap = udp_env_u32("FERRY_TEST_UDP_MAX_FLOWS",
+	uint32_t cap = test_env_u32("FERRY_TEST_UDP_MAX_FLOWS",
 			       UDP_MAX_FLOWS_DEFAULT);
 	uint32_t lim = fd_limit();	/* the hard limit: flows cost fds */
 
 	if (lim / 2 < (uint64_t)cap + 64)
 		cap = lim / 2 > 128 ? lim / 2 - 64 : 64;
 	c->udp.max_flows = MIN(cap, FLOW_MAX);
-	c->udp.timeout_ms = udp_env_u32("FERRY_TEST_UDP_TIMEOUT_MS", UDP_TIMEOUT_MS);
-	c->udp.timeout_replied_ms = udp_env_u32("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS",
+	c->udp.timeout_ms = test_env_u32("FERRY_TEST_UDP_TIMEOUT_MS", UDP_TIMEOUT_MS);
+	c->udp.timeout_replied_ms = test_env_u32("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS",
 					    UDP_TIMEOUT_REPLIED_MS);
 	debug("udp: at most %u flows, idle timeouts %u/%u ms",
 	      c->udp.max_flows, c->udp.timeout_ms, c->udp.timeout_replied_ms);

@@ -831,7 +831,7 @@ static void auto_init(struct ctx *c, unsigned int dir)
 		     dir == UDP_FWD_OUT ? "-U" : "-u", strerror(-rc));
 	d->scan_fd[0] = j.fd[0];
 	d->scan_fd[1] = j.fd[1];
-	c->udp.scan_ms = udp_env_u32("FERRY_TEST_UDP_SCAN_MS", UDP_SCAN_MS);
+	c->udp.scan_ms = test_env_u32("FERRY_TEST_UDP_SCAN_MS", UDP_SCAN_MS);
 }
 
 void udp_ns_init(struct ctx *c)

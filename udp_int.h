@@ -97,8 +97,6 @@ void udp_frames_commit(struct ctx *c, struct udp_rxb *b, unsigned int n,
 struct icmp_err;
 void udp_err_to_guest(struct ctx *c, struct flow *fl,
 		      const struct icmp_err *e);
-/* udp_env_u32() - test builds: a limit from the environment. */
-uint32_t udp_env_u32(const char *name, uint32_t dflt);
 
 /* --- udp_fwd.c ------------------------------------------------------- */
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -175,4 +176,24 @@ void *alloc_startup(size_t size)
 	if (p == MAP_FAILED)
 		die("cannot allocate %zu bytes at start-up", size);
 	return p;
+}
+
+/* test_env_u32() - test builds: a limit or size from the environment
+ * (a positive decimal below 2^32), else dflt; release builds: dflt. */
+uint32_t test_env_u32(const char *name, uint32_t dflt)
+{
+#ifdef FERRY_TEST
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (s && *s) {
+		v = strtoul(s, &end, 10);
+		if (!*end && v > 0 && v <= UINT32_MAX)
+			return (uint32_t)v;
+	}
+#else
+	(void)name;
+#endif
+	return dflt;
 }

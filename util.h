@@ -135,4 +135,8 @@ void now_mono(struct timespec *ts);
  * time and pid only if the kernel refuses (never for ISNs: see tcp). */
 void random_bytes(void *buf, size_t len);
 
+/* test_env_u32() - test builds (FERRY_TEST): a limit or size from the
+ * environment variable name, else dflt; release builds always dflt. */
+uint32_t test_env_u32(const char *name, uint32_t dflt);
+
 #endif /* FERRY_UTIL_H */

@@ -133,12 +133,8 @@ static int listen_socket(struct conf *f)
 static void attach_client(struct ctx *c, int fd)
 {
 	union eref ref = { .type = EREF_LINK };
-	int big = INT_MAX;
-
-#ifdef FERRY_TEST
-	if (getenv("FERRY_TEST_SNDBUF"))
-		big = atoi(getenv("FERRY_TEST_SNDBUF"));
-#endif
+	int big = (int)MIN(test_env_u32("FERRY_TEST_SNDBUF", INT_MAX),
+			   (uint32_t)INT_MAX);
 
 	if (c->conf.vhost_user) {
 		if (fd_set_nonblock(fd))
