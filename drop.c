@@ -90,6 +90,9 @@ void stats_log(const struct ctx *c)
 		if (c->stats.drops[r])
 			info("stats: drop %s %llu", drop_names[r],
 			     (unsigned long long)c->stats.drops[r]);
+	if (c->stats.tx_stalls)
+		info("stats: link stalls %llu (writes cut short, the frames "
+		     "behind held)", (unsigned long long)c->stats.tx_stalls);
 	udp_stats_log(c);
 	tcp_stats_log(c);
 	tcp_fwd_stats_log(c);

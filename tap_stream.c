@@ -235,6 +235,7 @@ static int stream_flush(struct ctx *c)
 	if (left < 0)
 		return -1;
 	if (left) {
+		c->stats.tx_stalls++;
 		c->link.tx.hold = (unsigned int)left;
 		stream_want_out(c, c->link.rx.backlog, true);
 	}

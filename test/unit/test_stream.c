@@ -217,6 +217,7 @@ TEST(stream_cut_frame_held_and_finished_on_epollout)
 	tap_flush(c);
 	CHECK(c->link.up && !c->quit);
 	CHECK(c->link.tx_stalled);
+	CHECK_EQ(c->stats.tx_stalls, 1);
 	CHECK_EQ(c->stats.drops[DROP_TX_FULL], 0);
 	held = c->link.tx.n;
 	CHECK(held > 0 && held < 16);
