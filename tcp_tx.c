@@ -484,6 +484,19 @@ void tcp_stuck_check(struct ctx *c, struct flow *fl)
 		   sizeof(open));
 }
 
+/* tcp_peek_off_to_next() - with the kernel's peek offset on
+ * (TCP_C_PEEK_OFF), move it to seq_to_guest: past the bytes acknowledged
+ * but not yet consumed and those up to it. True when it was set. */
+static bool tcp_peek_off_to_next(struct tcp_conn *conn)
+{
+	int off = (int)(conn->consume + (uint32_t)seq_diff(
+			conn->seq_to_guest, conn->seq_acked_by_guest));
+
+	return (conn->flags & TCP_C_PEEK_OFF) &&
+	       !setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &off,
+			   sizeof(off));
+}
+
 /* tcp_rewind_to() - retransmit from seq to, the last byte the guest
  * acknowledged or a later hole: consume what it acknowledged, move
  * seq_to_guest back, the peek offset with it; remembers how much was
@@ -492,7 +505,6 @@ void tcp_stuck_check(struct ctx *c, struct flow *fl)
 void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	int off;
 
 	tcp_consume(c, fl);
 	/* The guest may still acknowledge what was sent before (its ACKs
@@ -507,11 +519,7 @@ void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast)
 	conn->sock_sent = false;
 	if (!(conn->flags & TCP_C_FIN_ACKED))
 		conn->flags &= (uint16_t)~TCP_C_FIN_SENT;
-	off = (int)(conn->consume +
-		    (uint32_t)seq_diff(to, conn->seq_acked_by_guest));
-	if (conn->flags & TCP_C_PEEK_OFF)	/* else no offset to move */
-		setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &off,
-			   sizeof(off));
+	tcp_peek_off_to_next(conn);
 	conn->peek_behind = false;
 	conn->dup_acks = 3;	/* ignore further dup ACKs until progress */
 	tcp_sack_rewound(conn, fast);
@@ -534,18 +542,13 @@ static size_t tcp_resend_skip(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	uint32_t skip = tcp_sack_skip_len(conn);
-	int off;
 
 	if (skip) {
 		conn->seq_to_guest = seq_add(conn->seq_to_guest, skip);
 		conn->rewound -= skip;
 		c->tcp.st.sack_skips++;
 		c->tcp.st.sack_skipped += skip;
-		off = (int)(conn->consume + (uint32_t)seq_diff(
-				conn->seq_to_guest, conn->seq_acked_by_guest));
-		if ((conn->flags & TCP_C_PEEK_OFF) &&
-		    !setsockopt(conn->sock, SOL_SOCKET, SO_PEEK_OFF, &off,
-				sizeof(off)))
+		if (tcp_peek_off_to_next(conn))
 			conn->peek_behind = false;
 	}
 	return (size_t)tcp_sack_hole_len(conn);
