@@ -39,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "busypoll.h"
 #include "conf.h"
 #include "log.h"
 #include "util.h"
@@ -240,6 +241,20 @@ static bool h_log_size(struct conf *c, struct pstate *ps, const struct opt *o,
 		return bad(ps, "'%s' is not a valid size (at least %d bytes)",
 			   arg, LOG_SIZE_MIN);
 	c->log_size = (size_t)v;
+	return true;
+}
+
+/* h_busy_poll() - --busy-poll: microseconds, 0..BP_MAX_US. */
+static bool h_busy_poll(struct conf *c, struct pstate *ps,
+			const struct opt *o, const char *arg)
+{
+	unsigned long v;
+
+	(void)o;
+	if (!parse_ulong(arg, BP_MAX_US, &v))
+		return bad(ps, "'%s' is not a valid time (0-%d microseconds)",
+			   arg, BP_MAX_US);
+	c->busy_poll_us = (unsigned int)v;
 	return true;
 }
 
@@ -803,6 +818,8 @@ static const struct opt opts[] = {
 	     "host loopback connections appear from ns loopback"),
 	FLAG("splice-only", M_NS, splice_only,
 	     "no tap device: only forward between the loopbacks"),
+	{ "busy-poll", 0, "USEC", M_ALL, h_busy_poll, 0, 0, 0,
+	  "poll up to USEC before sleeping after traffic (default 50, 0: off)" },
 	{ "fault", 0, "SPEC", M_ALL, h_fault, OFF(fault), 0, 0,
 	  "test builds: drop/dup/reorder=PERMILLE[,to:|from:...][,seed=N]" },
 };
@@ -819,6 +836,7 @@ static void conf_defaults(struct conf *c, enum mode mode)
 	c->fd = -1;
 	c->ip4.enabled = c->ip6.enabled = true;
 	c->log_size = 1024 * 1024;
+	c->busy_poll_us = BP_DEFAULT_US;
 	memcpy(c->our_mac, mac, 6);
 }
 

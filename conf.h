@@ -123,6 +123,7 @@ struct conf {
 	uid_t run_uid;			/* --runas */
 	gid_t run_gid;
 	bool runas_set;
+	unsigned int busy_poll_us;	/* --busy-poll: poll before a sleep */
 
 	/* Namespace mode */
 	bool config_net;		/* --config-net */

@@ -96,6 +96,7 @@ void stats_log(const struct ctx *c)
 	udp_stats_log(c);
 	tcp_stats_log(c);
 	tcp_fwd_stats_log(c);
+	bp_stats_log(c);
 #ifdef FERRY_TEST
 	fault_stats_log(c);
 #endif

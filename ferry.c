@@ -142,6 +142,7 @@ int main(int argc, char **argv)
 	    (c->ctl_epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		die("epoll_create1: %s", strerror(errno));
 	now_mono(&c->now);
+	bp_init(&c->bp, c->conf.busy_poll_us);
 	tap_init(c);
 	conf_derive(&c->conf);
 	nat_init(c);

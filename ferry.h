@@ -15,6 +15,7 @@
 #include <time.h>
 #include <netinet/in.h>
 
+#include "busypoll.h"
 #include "conf.h"
 #include "drop.h"
 #include "flow.h"
@@ -73,6 +74,7 @@ struct ctx {
 	struct timespec timer_due;	/* earliest module timer requested */
 	bool timer_armed;
 	uint64_t loop_iter;		/* loop iterations so far */
+	struct busypoll bp;		/* polling before a sleep (busypoll.c) */
 
 	struct link link;		/* guest link and its frame batches */
 	struct stats stats;

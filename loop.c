@@ -2,7 +2,7 @@
  *
  * One single-threaded epoll loop serves everything:
  *
- *   wait (timeout = earliest module timer)
+ *   wait (timeout = earliest module timer; busypoll.c may poll first)
  *   -> handle each ready fd by the type in its union eref
  *   -> run module timers if due
  *   -> flush frames queued for the guest (one batch per iteration)
@@ -230,7 +230,7 @@ void loop(struct ctx *c)
 	while (!c->quit) {
 		int epfd = c->link.tx_stalled && c->ctl_epfd >= 0 ?
 			   c->ctl_epfd : c->epfd;	/* back-pressure */
-		int i, n = epoll_wait(epfd, ev, EVENTS_MAX, loop_timeout(c));
+		int i, n = bp_wait(c, epfd, ev, EVENTS_MAX, loop_timeout(c));
 
 		if (n < 0 && errno != EINTR)
 			die("epoll_wait: %s", strerror(errno));

@@ -78,6 +78,8 @@ def test_unknown_option_named():
     (["ns", "--mtu"], ["--mtu", "value"]),
     (["ns", "-D", "not-an-address"], ["-D", "not-an-address"]),
     (["ns", "--log-size", "12"], ["--log-size", "'12'"]),
+    (["ns", "--busy-poll", "1001"], ["--busy-poll", "'1001'", "0-1000"]),
+    (["vm", "--busy-poll", "-5"], ["--busy-poll", "'-5'"]),
     (["ns", "--runas", "no-such-user-zz"], ["--runas", "no-such-user-zz"]),
     (["ns", "--hostname", "bad\nname"], ["--hostname", "bad?name"]),
     (["ns", "-I", "."], ["-I", "'.'"]),
@@ -256,7 +258,7 @@ def test_every_value_option_refuses_malformed():
     value, and for numbers a sign, an overflow and a garbage suffix, give
     one line naming the option and exit status 1 (--help after it would
     exit 0 had the value been taken)."""
-    numeric = {"mtu", "fd", "log-size", "netmask"}
+    numeric = {"mtu", "fd", "log-size", "netmask", "busy-poll"}
     modes_of = {"M_ALL": ("ns", "vm"), "M_NS": ("ns",), "M_VM": ("vm",)}
     seen = 0
     for name, modes in value_options():

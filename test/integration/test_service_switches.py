@@ -7,10 +7,14 @@ gets no advertisement), --no-ndp (no advertisement, no neighbour), and
 exchange succeeding without the option; --outbound (the address a host
 server sees) and --outbound-if4/6 (which interface host sockets may use:
 TCP, UDP and ICMP echo alike); --freebind (-t and -u ports on an address
-the host does not have yet). Every test fails if ferry ignored its
+the host does not have yet); --busy-poll (the CPU pressure sampled once
+traffic flows, never with 0). Every test fails if ferry ignored its
 option. (--no-dhcp: test_services.py; --no-icmp: test_icmp.py.)
 """
 import json
+import os
+import re
+import signal
 import socket
 
 import pytest
@@ -317,3 +321,48 @@ def test_freebind(ferry_ns, tmp_path, proto):
         if srv:
             srv.kill()
             srv.wait()
+
+
+# --- --busy-poll ---------------------------------------------------------------
+
+BUSY = (r"stats: busy polls (\d+), found events (\d+), preempted (\d+), "
+        r"CPU pressure samples (\d+), contended (\d+)")
+
+
+def stats_dump(f):
+    """The text of one complete statistics dump: SIGUSR1 twice, the part
+    between the two dumps' first lines (the first dump is whole once the
+    second one starts)."""
+    before = len(f.output())
+    f.proc.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "stats: from guest" in f.output()[before:], 5,
+             "a statistics dump")
+    f.proc.send_signal(signal.SIGUSR1)
+    wait_for(lambda: f.output()[before:].count("stats: from guest") == 2, 5,
+             "a second statistics dump")
+    return f.output()[before:].split("stats: from guest")[1]
+
+
+@pytest.mark.parametrize("opt", [None, "0", "1000"])
+def test_busy_poll(ferry_ns, servers, opt):
+    """--busy-poll: by default (and with a budget) ferry samples the CPU
+    pressure once traffic flows, to decide whether to poll before it
+    sleeps (whether it then polls depends on the machine's load, which a
+    test cannot choose; the unit tests cover the decisions); with 0 it
+    never samples nor polls. A kernel without /proc/pressure/cpu: ferry
+    says at start-up that it will not poll."""
+    tcp, udp, port = servers("4", EXTRA4)
+    f = ferry_ns(args=[] if opt is None else ["--busy-poll", opt])
+    for _ in range(3):
+        assert guest_run(f, "tcp", EXTRA4, port)["ok"]
+    dump = stats_dump(f)
+    if opt == "0":
+        assert "busy poll" not in dump and "busy poll" not in f.output()
+        return
+    if not os.access("/proc/pressure/cpu", os.R_OK):
+        assert "busy polling off: /proc/pressure/cpu" in f.output()
+        return
+    m = re.findall(BUSY, dump)
+    assert m, dump
+    polls, found, preempted, samples, contended = map(int, m[-1])
+    assert samples >= 1 and contended <= samples and found <= polls, m
