@@ -108,7 +108,8 @@ static void learn_guest(struct ctx *c, const struct pkt *p)
 			c->guest_seen4 = p->src4;
 	} else if (IN6_IS_ADDR_LINKLOCAL(&p->src6)) {
 		c->guest_ll6 = p->src6;
-	} else if (!in6_is_unspec(&p->src6)) {
+	} else if (!in6_is_unspec(&p->src6) &&
+		   !IN6_IS_ADDR_V4MAPPED(&p->src6)) {	/* refused anyway */
 		c->guest_seen6 = p->src6;
 	}
 }
@@ -153,6 +154,13 @@ static enum drop_reason dispatch_ip6(struct ctx *c, const struct pkt *p)
 {
 	if (!c->conf.ip6.enabled)
 		return DROP_IP_DISABLED;
+	/* IPv4-mapped addresses never appear on the wire (RFC 4291
+	 * 2.5.5.2), and flows hold IPv4 addresses in that very form (union
+	 * inany): such a frame would become an IPv4 flow, -6 or not. */
+	if (IN6_IS_ADDR_V4MAPPED(&p->src6))
+		return DROP_IP6_SRC;
+	if (IN6_IS_ADDR_V4MAPPED(&p->dst6))
+		return DROP_IP6_DST;
 	if (p->l4proto == IPPROTO_ICMPV6 && p->icmp.type >= 133 &&
 	    p->icmp.type <= 137)
 		return c->conf.no_ndp ? DROP_SERVICE_DISABLED : ndp_input(c, p);
