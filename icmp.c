@@ -15,7 +15,8 @@
  * destination (the gateway maps to host loopback) and registered with the
  * loop as EREF_PING carrying the flow index. Replies are read in a
  * bounded burst and sent to the guest from nat_inbound() of the peer the
- * socket reports, with the checksum filled by tap_send_ip4/ip6().
+ * socket reports, with the checksum filled by tap_send_ip4/ip6(); one
+ * larger than the guest's MTU is dropped (ICMP_TOO_BIG), as UDP does.
  *
  * Bounds: at most ICMP_FLOWS_MAX echo flows; a new flow beyond that
  * evicts the one idle longest (counted). Flows idle for ICMP_TIMEOUT_MS
@@ -311,17 +312,24 @@ enum drop_reason icmp_input(struct ctx *c, const struct pkt *p)
 }
 
 /* ping_reply() - one message read from flow fl's socket: if it is an
- * echo reply, hand it to the guest with the guest's own id. */
+ * echo reply, hand it to the guest with the guest's own id. A reply the
+ * guest's MTU cannot carry (the peer may answer with more than it was
+ * sent) is dropped: ferry does not fragment. */
 static void ping_reply(struct ctx *c, struct flow *fl, uint8_t *m, size_t len,
 		       const struct sockaddr_storage *from)
 {
 	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
 	struct ping_flow *pf = ping_of(fl);
 	bool v6 = !inany_is4(&k->a);
+	size_t mtu = c->conf.mtu ? c->conf.mtu : 65520;
 	union inany src;
 
 	if (len < ICMP_HLEN || m[0] != (v6 ? ICMP_ECHO_REPLY6 : ICMP_ECHO_REPLY4))
 		return;
+	if (len + (v6 ? IP6_HLEN : IP4_HLEN) > mtu) {
+		drop(c, DROP_ICMP_TOO_BIG);
+		return;
+	}
 	if (from->ss_family == AF_INET6 && v6)
 		inany_from6(&src, &((const struct sockaddr_in6 *)from)->sin6_addr);
 	else if (from->ss_family == AF_INET && !v6)

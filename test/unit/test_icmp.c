@@ -4,6 +4,7 @@
  * net.ipv4.ping_group_range "0 0"), so the host's sysctl never matters. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -368,6 +369,82 @@ static void unanswered_body(bool *ok)
 TEST(icmp_unanswered_gets_no_reply_netns)
 {
 	CHECK(in_netns(unanswered_body));
+}
+
+/* pump_big() - dispatch ping socket events until the guest got two
+ * frames or a reply was dropped as too big, or ms passed. */
+static void pump_big(struct ctx *c, int64_t ms)
+{
+	struct timespec t0, t;
+
+	now_mono(&t0);
+	while (test_tx_n(c) < 2 && !c->stats.drops[DROP_ICMP_TOO_BIG]) {
+		pump(c, 2, 20);
+		now_mono(&t);
+		if (ts_ms_diff(&t, &t0) > ms)
+			break;
+	}
+}
+
+/* request_id() - the id of the first echo request a raw ICMP socket
+ * sees within 2 s (the kernel's, on the ping socket), 0 if none. */
+static uint16_t request_id(int raw)
+{
+	struct pollfd pfd = { .fd = raw, .events = POLLIN };
+	uint8_t b[2048];
+	ssize_t n;
+
+	while (poll(&pfd, 1, 2000) == 1) {
+		size_t ihl;
+
+		n = recv(raw, b, sizeof(b), MSG_DONTWAIT);
+		if (n < IP4_HLEN)
+			return 0;
+		ihl = (size_t)(b[0] & 0xf) * 4;
+		if ((size_t)n >= ihl + ICMP_HLEN && b[ihl] == 8)
+			return rd16(b + ihl + 4);
+	}
+	return 0;
+}
+
+/* A host peer may answer an echo request with more than it was sent:
+ * an echo reply the guest's MTU cannot carry was sent to it as an
+ * oversized frame. It is dropped and counted (ICMP_TOO_BIG), as UDP
+ * drops such datagrams; replies that fit still go through. */
+static void big_reply_body(bool *ok)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int raw = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
+	struct ctx *c = ctx_live();
+	static uint8_t b[4096];
+	const uint8_t *f;
+	uint16_t id;
+	size_t i, n, len;
+
+	CHECK(raw >= 0 && c->icmp.ping4_ok && c->conf.mtu == 1500);
+	send4(c, GW4, 8, 0x77, 1, 16);
+	CHECK((id = request_id(raw)) != 0);
+	n = echo(b, 0, id, 2, 3000 - ICMP_HLEN);	/* 3000 bytes > MTU */
+	wr16(b + 2, csum(b, n));
+	CHECK(sendto(raw, b, n, 0, (struct sockaddr *)&lo, sizeof(lo)) ==
+	      (ssize_t)n);
+	pump_big(c, 2000);
+	for (i = 0; i < test_tx_n(c); i++) {
+		f = test_tx(c, i, &len);
+		CHECK(f && len <= ETH_HLEN_ + 1500);
+	}
+	CHECK_EQ(c->stats.drops[DROP_ICMP_TOO_BIG], 1);
+	CHECK_EQ(pump(c, 1, 2000), 1);		/* the kernel's own reply */
+	CHECK(check_reply(c, 0, false, GW4, G4, 0x77, 1, 16));
+	close(raw);
+	ctx_live_free(c);
+	*ok = true;
+}
+
+TEST(icmp_reply_beyond_mtu_dropped_netns)
+{
+	CHECK(in_netns(big_reply_body));
 }
 
 /* has_flow4() - is there an echo flow from the guest to GW4 with id? */
