@@ -22,8 +22,10 @@
  *
  * Parsing checks every option length, at the top level and inside IA_NA
  * and IA Address options, before reading a value; any inconsistency
- * drops the message as DHCP6_MALFORMED. A UDP GSO frame is one message
- * per gso_size bytes (udp_each_datagram()).
+ * drops the message as DHCP6_MALFORMED, and so does a reply (which
+ * echoes the client's old addresses) that the guest's MTU cannot carry.
+ * A UDP GSO frame is one message per gso_size bytes
+ * (udp_each_datagram()).
  *
  * Addressing: replies come from our link-local address (ndp_router_ll(),
  * the same address our router advertisements use), port 547, and go to
@@ -81,6 +83,7 @@ struct d6_req {
 struct d6_out {
 	uint8_t b[D6_BUF];
 	size_t len;
+	size_t max;			/* what the guest's MTU carries */
 	bool full;			/* something did not fit */
 };
 
@@ -208,7 +211,7 @@ static uint8_t *out_opt(struct d6_out *o, uint16_t code, const void *v,
 {
 	uint8_t *p;
 
-	if (o->full || vlen > 0xffff || o->len + 4 + vlen > sizeof(o->b)) {
+	if (o->full || vlen > 0xffff || o->len + 4 + vlen > o->max) {
 		o->full = true;
 		return NULL;
 	}
@@ -441,6 +444,14 @@ static int confirm_status(const struct ctx *c, const struct d6_req *r)
 	return st;
 }
 
+/* d6_max() - the largest reply the guest's link carries in one frame. */
+static size_t d6_max(const struct ctx *c)
+{
+	size_t mtu = c->conf.mtu ? c->conf.mtu : 65520;
+
+	return mtu > IP6_HLEN + UDP_HLEN ? mtu - IP6_HLEN - UDP_HLEN : 0;
+}
+
 /* d6_reply() - send reply type to the client of r: top-level status st
  * (-1: none), our IA_NAs if ias, configuration options if config. */
 static enum drop_reason d6_reply(struct ctx *c, const struct pkt *p,
@@ -453,6 +464,7 @@ static enum drop_reason d6_reply(struct ctx *c, const struct pkt *p,
 	unsigned int i;
 
 	o.len = 4;
+	o.max = MIN(sizeof(o.b), d6_max(c));
 	o.full = false;
 	o.b[0] = type;
 	memcpy(o.b + 1, r->xid, 3);
@@ -470,8 +482,8 @@ static enum drop_reason d6_reply(struct ctx *c, const struct pkt *p,
 		out_pd_none(&o, r->pd[i]);
 	if (config)
 		out_config(c, r, &o);
-	if (o.full)
-		return DROP_DHCP6_MALFORMED;	/* absurdly many addresses */
+	if (o.full)	/* absurdly many addresses, IAs or a tiny MTU */
+		return DROP_DHCP6_MALFORMED;
 	debug("DHCPv6: %s (%u IA_NA, %u IA_PD) answered with %s",
 	      d6_name(r->type), r->n_ia, r->n_pd, d6_name(type));
 

@@ -78,3 +78,57 @@ TEST(hostile_v4mapped_ipv6_refused)
 	udp_close_all(c);
 	tcp_test_free(c);
 }
+
+/* A SOLICIT whose IA_NA lists 50 addresses that are not ours: the reply
+ * gives each back with zero lifetimes (RFC 8415 18.3.4) besides ours, so
+ * it outgrows the request, and went to the guest in one frame over its
+ * MTU. A reply the MTU cannot carry is refused, counted. */
+TEST(hostile_dhcpv6_reply_within_mtu)
+{
+	static const uint8_t duid[10] = { 0, 3, 0, 1, 2, 0, 0, 0, 0, 2 };
+	static uint8_t l4[1500], f[1600];
+	struct ctx *c = test_ctx();
+	uint8_t *m = l4 + UDP_HLEN, *ia;
+	size_t n = 4, i, len;
+	const uint8_t *out;
+
+	CHECK_EQ(c->conf.mtu, 1500);
+	m[0] = 1;				/* SOLICIT */
+	m[1] = m[2] = m[3] = 7;
+	wr16(m + n, 1);				/* client identifier */
+	wr16(m + n + 2, sizeof(duid));
+	memcpy(m + n + 4, duid, sizeof(duid));
+	n += 4 + sizeof(duid);
+	ia = m + n;
+	wr16(ia, 3);				/* IA_NA, IAID 1, T1 T2 0 */
+	wr16(ia + 2, 12 + 50 * 28);
+	memset(ia + 4, 0, 12);
+	ia[7] = 1;
+	for (i = 0; i < 50; i++) {
+		uint8_t *a = ia + 16 + i * 28;
+
+		wr16(a, 5);			/* IA Address 2001:db8:1::i */
+		wr16(a + 2, 24);
+		memset(a + 4, 0, 24);
+		wr16(a + 4, 0x2001);
+		wr16(a + 6, 0x0db8);
+		wr16(a + 8, 1);
+		a[19] = (uint8_t)(i + 1);
+	}
+	n += 16 + 50 * 28;
+	wr16(l4, 546);
+	wr16(l4 + 2, 547);
+	wr16(l4 + 4, (uint16_t)(UDP_HLEN + n));
+	wr16(l4 + 6, 0);
+	len = test_frame_ip6(f, "fe80::2", "ff02::1:2", IPPROTO_UDP, l4,
+			     UDP_HLEN + n);
+	CHECK(len <= ETH_HLEN_ + 1500);		/* the request fits */
+	test_input(c, f, len);
+	for (i = 0; i < test_tx_n(c); i++) {
+		CHECK((out = test_tx(c, i, &len)) != NULL);
+		CHECK(len <= ETH_HLEN_ + 1500);
+	}
+	CHECK_EQ(test_tx_n(c), 0);
+	CHECK_EQ(c->stats.drops[DROP_DHCP6_MALFORMED], 1);
+	test_ctx_free(c);
+}
