@@ -99,6 +99,7 @@ static int vu_rx(struct ctx *c)
 	struct vu_dev *d = c->link.vu;
 	struct virtq *q = &d->vq[VU_TXQ];
 	struct rx_batch *rx = &c->link.rx;
+	unsigned int popped = 0;
 	struct vq_elem e;
 	size_t off = 0;
 
@@ -107,7 +108,11 @@ static int vu_rx(struct ctx *c)
 	if (q->kick_fd >= 0 && !kick_read(c, q))
 		return 0;
 	virtq_set_no_notify(q, true);
-	while (rx->n < RX_FRAMES_MAX && off + VU_SLOT <= RX_BUF_SIZE) {
+	/* At most a ring's worth of chains: refused ones take no room in
+	 * the batch, and a guest offering them as fast as we take them
+	 * would keep us here for ever. */
+	while (rx->n < RX_FRAMES_MAX && off + VU_SLOT <= RX_BUF_SIZE &&
+	       popped++ < q->num) {
 		enum drop_reason r;
 		int k = virtq_pop(q, &d->mem, false, &e);
 
@@ -159,9 +164,12 @@ static void iov_write_at(const struct iovec *iov, unsigned int n, size_t off,
  * num_buffers) is returned to the guest empty (and counted), with the
  * chains taken before it for the same frame (their used entries must
  * stay contiguous): the frame starts again after it. Every chain popped
- * is consumed, so a hostile ring cannot make this loop forever. */
+ * is consumed, and *bad_left (malformed chains this flush still takes)
+ * bounds the loop even against a guest offering bad chains as fast as
+ * we take them: once it is spent, a malformed chain drops the frame. */
 static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
-				  const uint8_t *p, size_t len)
+				  const uint8_t *p, size_t len,
+				  unsigned int *bad_left)
 {
 	struct vu_dev *d = c->link.vu;
 	unsigned int max = d->features & VU_F_MRG_RXBUF ? VU_MRG_MAX : 1;
@@ -186,6 +194,8 @@ static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
 				virtq_push(q, heads[i], 0);
 			virtq_push(q, cur->head, 0);
 			drop(c, DROP_VU_CHAIN);
+			if (!*bad_left || !--*bad_left)
+				return DROP_VU_CHAIN;
 			k = 0;
 			done = 0;
 			continue;
@@ -216,7 +226,7 @@ static int vu_flush(struct ctx *c)
 	struct vu_dev *d = c->link.vu;
 	struct virtq *q = &d->vq[VU_RXQ];
 	struct tx_batch *tx = &c->link.tx;
-	unsigned int i;
+	unsigned int i, bad_left = q->num;
 
 	virtq_set_no_notify(q, true);	/* receive buffers: no kicks */
 	for (i = 0; i < tx->n; i++) {
@@ -224,7 +234,7 @@ static int vu_flush(struct ctx *c)
 
 		if (virtq_ready(q))
 			r = put_frame(c, q, tx->buf + tx->f[i].off,
-				      VNET_HLEN + tx->f[i].len);
+				      VNET_HLEN + tx->f[i].len, &bad_left);
 		if (r != DROP_NONE)
 			drop(c, r);
 	}

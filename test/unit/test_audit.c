@@ -1,6 +1,8 @@
 /* test_audit.c - hostile-input regressions found by the audit of the
  * guest-facing parsers and the vhost-user back-end: each test failed (or
  * hung) before its fix. */
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,4 +227,124 @@ TEST(audit_vu_kick_fd_eof_stops_ring)
 	c->epfd = -1;
 	vu_ctx_free(c);
 	free(host);
+}
+
+/* A guest that offers malformed chains as fast as ferry returns them
+ * (another vCPU rewriting avail->idx): a feeder thread, on another CPU,
+ * keeps a ring's worth available for up to 1 s. The receive and
+ * transmit loops took them for as long as it went on (each refused chain
+ * takes no room), so a guest could hold ferry there for ever; now one
+ * call takes at most a ring's worth of them. */
+struct feeder {
+	struct virtq *q;
+	int cpu;			/* to run on, -1: any */
+	int stop;
+	unsigned long spins;
+};
+
+/* feed() - keep avail->idx a ring ahead of what ferry took, until told
+ * to stop or for 1 s. */
+static void *feed(void *arg)
+{
+	struct feeder *fd = arg;
+	struct timespec t0, t;
+	cpu_set_t set;
+
+	if (fd->cpu >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(fd->cpu, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	now_mono(&t0);
+	do {
+		uint16_t last = __atomic_load_n(&fd->q->last_avail,
+						__ATOMIC_RELAXED);
+
+		__atomic_store_n(&fd->q->avail->idx,
+				 (uint16_t)(last + fd->q->num),
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&fd->spins, fd->spins + 1, __ATOMIC_RELAXED);
+		now_mono(&t);
+	} while (!__atomic_load_n(&fd->stop, __ATOMIC_RELAXED) &&
+		 ts_ms_diff(&t, &t0) < 1000);
+	return NULL;
+}
+
+#define FLOOD_NUM	256	/* a ring the feeder easily keeps ahead of */
+
+/* flood() - run one ferry call on ring qi (FLOOD_NUM entries, its
+ * chains all descriptor 0 with flags) while a feeder thread on another
+ * CPU floods it; returns the chains refused. */
+static uint64_t flood(struct ctx *c, unsigned int qi, uint16_t flags)
+{
+	struct virtq *q = &c->link.vu->vq[qi];
+	struct feeder fd = { q, -1, 0, 0 };
+	uint64_t before = c->stats.drops[DROP_VU_CHAIN];
+	cpu_set_t old, set;
+	pthread_t th;
+	unsigned int i;
+
+	if (!fuzz_vu_ring(c->link.vu, qi, FLOOD_NUM,
+			  A_UVA + 0x20000 + qi * 0x4000, 0x1000))
+		return UINT64_MAX;
+	q->desc[0].addr = A_GPA + A_BUF;
+	q->desc[0].len = 2048;
+	q->desc[0].flags = flags;
+	for (i = 0; i < FLOOD_NUM; i++)
+		q->avail->ring[i] = 0;
+	q->avail->idx = q->last_avail;
+	/* This thread on one CPU, the feeder on another, when there are
+	 * two: then it really runs while ferry takes the chains. */
+	if (!sched_getaffinity(0, sizeof(old), &old) && CPU_COUNT(&old) > 1) {
+		int first = -1;
+
+		for (i = 0; i < CPU_SETSIZE; i++) {
+			if (!CPU_ISSET(i, &old))
+				continue;
+			if (first < 0) {
+				first = (int)i;
+				continue;
+			}
+			fd.cpu = (int)i;
+			break;
+		}
+		CPU_ZERO(&set);
+		CPU_SET(first, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	if (pthread_create(&th, NULL, feed, &fd))
+		return UINT64_MAX;
+	while (__atomic_load_n(&fd.spins, __ATOMIC_RELAXED) < 10000)
+		;				/* the feeder is running */
+	if (qi == VU_TXQ)
+		link_vu_ops.rx(c);
+	else
+		vu_flush_one(c, 60);
+	__atomic_store_n(&fd.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	if (fd.cpu >= 0)
+		sched_setaffinity(0, sizeof(old), &old);
+	return c->stats.drops[DROP_VU_CHAIN] - before;
+}
+
+TEST(audit_vu_flooded_ring_bounded)
+{
+	uint8_t *host = calloc(1, A_SIZE);
+	struct ctx *c = vu_ctx(host);
+	uint64_t tx = 0, rx = 0;
+	int i;
+
+	/* Five rounds: one that the feeder did not keep up with (another
+	 * task on its CPU) proves nothing. Transmit ring: device-writable
+	 * chains are refused. Receive ring: chains that are not
+	 * device-writable are refused, and the frame is dropped (counted
+	 * once more) when they keep coming. */
+	for (i = 0; i < 5; i++) {
+		tx = MAX(tx, flood(c, VU_TXQ, VQ_DESC_F_WRITE));
+		rx = MAX(rx, flood(c, VU_RXQ, 0));
+	}
+	vu_ctx_free(c);
+	free(host);
+	CHECK(tx >= 1 && tx <= FLOOD_NUM);
+	CHECK(rx >= 1 && rx <= FLOOD_NUM + 1);
 }
