@@ -967,8 +967,8 @@ static void udp_limits(struct ctx *c)
 			       UDP_MAX_FLOWS_DEFAULT);
 	uint32_t lim = fd_limit();	/* the hard limit: flows cost fds */
 
-	if (lim / 2 < (uint64_t)cap + 64)
-		cap = lim / 2 > 128 ? lim / 2 - 64 : 64;
+	if (lim / 2 < (uint64_t)cap + 64)	/* half, as TCP's budget */
+		cap = lim / 2 > 128 ? lim / 2 - 64 : MAX(lim / 2, 1u);
 	c->udp.max_flows = MIN(cap, FLOW_MAX);
 	c->udp.timeout_ms = test_env_u32("FERRY_TEST_UDP_TIMEOUT_MS", UDP_TIMEOUT_MS);
 	c->udp.timeout_replied_ms = test_env_u32("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS",

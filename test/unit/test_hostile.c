@@ -132,3 +132,43 @@ TEST(hostile_dhcpv6_reply_within_mtu)
 	CHECK_EQ(c->stats.drops[DROP_DHCP6_MALFORMED], 1);
 	test_ctx_free(c);
 }
+
+/* udp_cap_child() - in a child: the UDP flow cap under an fd limit of
+ * lim, exit status 0 if it stays within half of it (TCP has the other
+ * half, tcp_fd_budget()). */
+static int udp_cap_child(rlim_t lim)
+{
+	struct rlimit rl = { lim, lim };
+	struct ctx *c;
+	bool ok;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return 2;
+	c = test_ctx();
+	udp_init(c);
+	ok = c->udp.max_flows >= 1 && c->udp.max_flows <= lim / 2;
+	if (!ok)
+		printf("  fd limit %llu: %u UDP flows\n",
+		       (unsigned long long)lim, c->udp.max_flows);
+	fflush(stdout);
+	return ok ? 0 : 1;
+}
+
+/* Under a low fd limit (the integration tests run ferry under ulimit -n
+ * 64) UDP's flow cap fell back to 64 flows, each with its socket: a
+ * guest spraying destinations could take every fd, TCP's half too. */
+TEST(hostile_udp_cap_within_low_fd_limit)
+{
+	static const rlim_t lims[] = { 64, 100, 300 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(lims); i++) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0)
+			_exit(udp_cap_child(lims[i]));
+		CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+}
