@@ -12,6 +12,7 @@
 
 #include "ferry.h"
 #include "log.h"
+#include "util.h"
 
 static const char *const drop_names[] = {
 #define DROP_NAME(name, text) #name,
@@ -92,7 +93,13 @@ void stats_log(const struct ctx *c)
 			     (unsigned long long)c->stats.drops[r]);
 	if (c->stats.tx_stalls)
 		info("stats: link stalls %llu (writes cut short, the frames "
-		     "behind held)", (unsigned long long)c->stats.tx_stalls);
+		     "behind held), longest %llu ms",
+		     (unsigned long long)c->stats.tx_stalls,
+		     (unsigned long long)c->stats.tx_stall_max_ms);
+	if (c->link.up && c->link.tx_stalled)
+		info("stats: link stalled now, for %lld ms (%u frames held)",
+		     (long long)ts_ms_diff(&c->now, &c->link.stall_t0),
+		     c->link.tx.n);
 	udp_stats_log(c);
 	tcp_stats_log(c);
 	tcp_fwd_stats_log(c);

@@ -58,6 +58,7 @@ struct stats {
 	uint64_t rx_frames, rx_bytes;	/* from the guest */
 	uint64_t tx_frames, tx_bytes;	/* to the guest */
 	uint64_t tx_stalls;		/* writes cut short (tap_stream.c) */
+	uint64_t tx_stall_max_ms;	/* the longest stall that ended */
 	uint64_t drops[DROP_MAX];
 	time_t drop_trace_sec;		/* rate limit for drop traces */
 	unsigned int drop_trace_n;

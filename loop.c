@@ -208,6 +208,7 @@ static void timers_run(struct ctx *c)
 	tcp_timer(c);
 	tcp_fwd_timer(c);
 	udp_timer(c);
+	stream_timer(c);
 }
 
 /* loop_timeout() - epoll_wait() timeout in ms: until the earliest timer

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <sys/uio.h>
+#include <time.h>
 
 struct ctx;
 struct pkt;
@@ -100,6 +101,10 @@ struct link {
 	 * until it can; tap_handler() resumes on EPOLLOUT. Meanwhile the
 	 * loop stops reading host sockets (loop.c): back-pressure. */
 	bool tx_stalled;
+	/* Stream links: when the stall began (c->now at the cut write) and
+	 * whether stream_timer() logged it as long (STALL_LOG_MS). */
+	struct timespec stall_t0;
+	bool stall_logged;
 	/* Offloads (tap with virtio-net headers, set by tapdev_attach()):
 	 * TCP frames to the guest may be GSO super-frames, and may carry a
 	 * partial checksum the guest's kernel need not verify. */
@@ -208,6 +213,12 @@ extern const struct link_ops link_tapdev_ops;	/* tap_dev.c */
 extern const struct link_ops link_stream_ops;	/* tap_stream.c */
 extern const struct link_ops link_tapvnet_ops;	/* tap_dev.c, offloads */
 extern const struct link_ops link_vu_ops;	/* tap_vu.c, vhost-user */
+
+/* stream_timer() - module timer for a qemu stream link: a stall that has
+ * lasted STALL_LOG_MS (2 s) is logged once, with what waits in the socket
+ * (the peer stopped taking frames: a paused qemu, or a guest that gives
+ * it no receive buffers); its end is logged too. No-op for other links. */
+void stream_timer(struct ctx *c);
 
 /* tapdev_attach() - attach the tap device fd; vnet: it was opened with
  * IFF_VNET_HDR, so set the header size and byte order, probe which

@@ -25,6 +25,12 @@
  * a cut, and no peer can hold the loop: a reader that drains a byte a
  * second only slows its own link.
  *
+ * A stall is the peer's doing (qemu reads the socket only while the
+ * guest gives it receive buffers), so a long one is logged, once, after
+ * STALL_LOG_MS, with the bytes unread in the socket (SIOCOUTQ), and so
+ * is its end; the statistics keep the longest. Whoever reads the log of
+ * a dead link can tell which side stopped: this line means the peer.
+ *
  * A peer that stops reading altogether (a paused or stopped qemu, a
  * broken client) keeps its connection: the socket is the guest's only
  * link, and a VM paused for minutes must find it again. Meanwhile the
@@ -40,7 +46,9 @@
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -50,6 +58,7 @@
 #include "util.h"
 
 #define STREAM_PFX	4
+#define STALL_LOG_MS	2000	/* a stall this long is logged */
 
 /* A partial frame always leaves room to read; one sendmsg() per batch. */
 _Static_assert(RX_BUF_SIZE > 2 * (STREAM_PFX + FRAME_MAX), "rx buffer");
@@ -208,6 +217,51 @@ static int stream_write(struct ctx *c, unsigned int k)
 	return (int)(k - i);
 }
 
+/* stream_stall_begin() - a write was cut: the stall starts now; the
+ * timer comes back when it would be long. */
+static void stream_stall_begin(struct ctx *c)
+{
+	c->stats.tx_stalls++;
+	c->link.stall_t0 = c->now;
+	c->link.stall_logged = false;
+	timer_request(c, STALL_LOG_MS);
+}
+
+/* stream_stall_end() - the held frames are all written: keep the longest
+ * stall, and say so when one that was logged ends. */
+static void stream_stall_end(struct ctx *c)
+{
+	int64_t ms = ts_ms_diff(&c->now, &c->link.stall_t0);
+
+	if (ms > 0 && (uint64_t)ms > c->stats.tx_stall_max_ms)
+		c->stats.tx_stall_max_ms = (uint64_t)ms;
+	if (c->link.stall_logged)
+		info("guest stream: the peer reads again, after %lld ms",
+		     (long long)ms);
+	c->link.stall_logged = false;
+}
+
+void stream_timer(struct ctx *c)
+{
+	int64_t ms;
+	int outq;
+
+	if (!c->link.up || c->link.ops != &link_stream_ops ||
+	    !c->link.tx_stalled || c->link.stall_logged)
+		return;
+	ms = ts_ms_diff(&c->now, &c->link.stall_t0);
+	if (ms < STALL_LOG_MS) {
+		timer_request(c, STALL_LOG_MS - ms);
+		return;
+	}
+	if (ioctl(c->link.fd, SIOCOUTQ, &outq))
+		outq = -1;
+	info("guest stream: the peer has not read our frames for %lld ms "
+	     "(%d bytes unread in the socket, %u frames held); host sockets "
+	     "wait", (long long)ms, outq, c->link.tx.n);
+	c->link.stall_logged = true;
+}
+
 /* stream_tx_resume() - link_ops tx_resume: write the held frames, as much
  * as the socket takes now. 1 when they are all written (the link takes
  * frames again), 0 when the socket is full again (EPOLLOUT stays armed),
@@ -221,6 +275,7 @@ static int stream_tx_resume(struct ctx *c)
 	c->link.tx.hold = (unsigned int)left;
 	if (left)
 		return 0;
+	stream_stall_end(c);
 	stream_want_out(c, c->link.rx.backlog, false);
 	return 1;
 }
@@ -235,7 +290,7 @@ static int stream_flush(struct ctx *c)
 	if (left < 0)
 		return -1;
 	if (left) {
-		c->stats.tx_stalls++;
+		stream_stall_begin(c);
 		c->link.tx.hold = (unsigned int)left;
 		stream_want_out(c, c->link.rx.backlog, true);
 	}

@@ -668,6 +668,13 @@ def test_stalled_peer_never_holds_the_loop(vm):
             "socket while the link was stalled"
         trickle(1.5)
         assert "guest disconnected" not in f.output()
+        # stalled for 3 s: ferry says the peer stopped, and how much waits
+        log = wait_for(lambda: re.search(
+            r"guest stream: the peer has not read our frames for (\d+) ms "
+            r"\((\d+) bytes unread in the socket", f.output()), 5,
+            "the log line of a long stall")
+        assert int(log.group(1)) >= 2000 and int(log.group(2)) > 0, \
+            log.group(0)
         # full speed again: whole frames only, our datagrams in order
         before = len(seqs)
         end = time.monotonic() + 3
@@ -675,6 +682,8 @@ def test_stalled_peer_never_holds_the_loop(vm):
             take(c.recv_some(0.2))	# raises on a bad length
             assert not c.eof, "ferry closed the stream"
         assert len(seqs) > before + 10 and seqs == sorted(seqs)
+        assert re.search(r"guest stream: the peer reads again, after "
+                         r"\d+ ms", f.output()), f.output()[-2000:]
         # stall again, then SIGTERM: ferry ends without waiting for us
         seen.update(q=-1, since=time.monotonic())
         wait_for(stalled, 60, "ferry's buffer towards us to fill again",

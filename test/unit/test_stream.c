@@ -299,6 +299,46 @@ TEST(stream_stalled_batch_compacted_not_dropped)
 	stall_free(c, peer);
 }
 
+TEST(stream_long_stall_logged_and_timed)
+{
+	static uint8_t got[CUT_MAX];
+	size_t fill = 0;
+	int peer;
+	struct ctx *c = stall_ctx(&peer);
+
+	/* A stall that lasts: the timer is asked for, and until 2 s have
+	 * passed stream_timer() only asks again; then it logs, once. */
+	c->now.tv_sec = 100;
+	c->now.tv_nsec = 0;
+	c->timer_armed = false;
+	queue_frames(c, 16, CUT_FLEN, 0x10);
+	tap_flush(c);
+	CHECK(c->link.tx_stalled);
+	CHECK(c->timer_armed);
+	CHECK_EQ(c->timer_due.tv_sec, 102);
+	c->now.tv_sec = 101;
+	stream_timer(c);
+	CHECK(!c->link.stall_logged);
+	c->now.tv_sec = 103;
+	c->now.tv_nsec = 500000000;
+	stream_timer(c);
+	CHECK(c->link.stall_logged);
+	/* The peer reads again: the stall ends, 3.5 s long. */
+	drain(peer, got, &fill);
+	run_until_idle(c, peer, got, &fill);
+	CHECK(!c->link.tx_stalled && !c->link.stall_logged);
+	CHECK_EQ(c->stats.tx_stall_max_ms, 3500);
+	/* A short one next does not lower the longest. */
+	queue_frames(c, 16, CUT_FLEN, 0x10);
+	tap_flush(c);
+	CHECK(c->link.tx_stalled);
+	c->now.tv_nsec = 600000000;
+	run_until_idle(c, peer, got, &fill);
+	CHECK(!c->link.tx_stalled);
+	CHECK_EQ(c->stats.tx_stall_max_ms, 3500);
+	stall_free(c, peer);
+}
+
 TEST(stream_peer_gone_while_stalled)
 {
 	int peer;
