@@ -74,6 +74,7 @@
 	X(TCP_OOO_REACH,	"TCP segment beyond the reassembly reach") \
 	X(TCP_FD_BUDGET,	"TCP at its file-descriptor budget")	\
 	X(ICMP_TOO_BIG,		"host ICMP message larger than the guest MTU") \
+	X(TCP_TIME_WAIT,	"TCP segment of a closed connection (TIME-WAIT)") \
 	/* Offloads (virtio-net header of a tap with offloads) */	\
 	X(VNET_SHORT,		"frame shorter than its virtio-net header") \
 	X(VNET_GSO,		"GSO type unknown or not the frame's protocol") \

@@ -135,11 +135,16 @@ void flow_free(struct flowtab *ft, struct flow *fl)
 	ft->free_head = idx;
 }
 
+uint64_t flow_key_hash(const struct flowtab *ft, unsigned int salt,
+		       const struct flow_key *k)
+{
+	return siphash24(ft->k0 + salt, ft->k1, k, sizeof(*k));
+}
+
 static uint32_t bucket_of(const struct flowtab *ft, enum flow_side s,
 			  const struct flow_key *k)
 {
-	return (uint32_t)(siphash24(ft->k0 + s, ft->k1, k, sizeof(*k)) &
-			  (FLOW_HASH_SIZE - 1));
+	return (uint32_t)(flow_key_hash(ft, s, k) & (FLOW_HASH_SIZE - 1));
 }
 
 void flow_hash_add(struct flowtab *ft, struct flow *fl, enum flow_side s,

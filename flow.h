@@ -168,6 +168,14 @@ struct flow *flow_next(const struct flowtab *ft, const struct flow *fl);
 void flow_key_make(struct flow_key *k, uint8_t proto, const union inany *a,
 		   uint16_t pa, const union inany *b, uint16_t pb);
 
+/* flow_key_hash() - SipHash-2-4 of key k under the table's secret,
+ * salt added to its first half: the table hashes side s with salt s;
+ * other tables of flow keys (tcp_tw.c: FLOW_HASH_TCP_TW) take another
+ * salt and so their own hash function. */
+#define FLOW_HASH_TCP_TW	2
+uint64_t flow_key_hash(const struct flowtab *ft, unsigned int salt,
+		       const struct flow_key *k);
+
 /* siphash24() - SipHash-2-4 of len bytes under key (k0, k1). */
 uint64_t siphash24(uint64_t k0, uint64_t k1, const void *data, size_t len);
 

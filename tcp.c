@@ -43,7 +43,10 @@
  * the host), a socket error becomes an RST to the guest. Only aborted
  * connections use SO_LINGER 0; a clean close keeps TCP's TIME_WAIT
  * semantics, which fall on ferry's socket only when the guest closed
- * first (see doc/tcp.md).
+ * first (see doc/tcp.md). Toward the guest, a clean close is remembered
+ * for a while by its 4-tuple (tcp_tw.c): the guest's retransmitted FIN
+ * or data gets our last ACK again, not an RST; a new SYN opens a new
+ * connection.
  *
  * Timers run from the event loop's module timer: each connection has one
  * deadline (handshake, retransmission, probe) plus an inactivity limit;
@@ -110,7 +113,8 @@ void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd)
 	conn->flags &= (uint16_t)~TCP_C_ACK_NOW;
 }
 
-/* tcp_init() - the out-of-order pool, the fd budget, the ISN secret and
+/* tcp_init() - the out-of-order pool, the closed connections' table
+ * (tcp_tw.c), the fd budget, the ISN secret and
  * whether SO_PEEK_OFF works (probed on a throw-away socket). */
 void tcp_init(struct ctx *c)
 {
@@ -118,6 +122,7 @@ void tcp_init(struct ctx *c)
 
 	if (!c->tcp.ooo)
 		c->tcp.ooo = tcp_ooo_pool_new(TCP_OOO_POOL_BLKS);
+	tcp_tw_init(&c->tcp.tw);
 	c->tcp.max_fds = tcp_fd_budget(fd_limit());
 	random_bytes(&c->tcp.isn_k0, sizeof(c->tcp.isn_k0));
 	random_bytes(&c->tcp.isn_k1, sizeof(c->tcp.isn_k1));
@@ -590,7 +595,7 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 	conn->sock_sent = conn->read_drained = true;
 	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, k);
 	tcp_guest_syn_params(c, fl, &p->tcp, p->is_v6);
-	conn->isn_to_guest = seq_make(tcp_isn(c, fl));
+	conn->isn_to_guest = seq_make(tcp_tw_reopen(c, k, tcp_isn(c, fl)));
 	conn->seq_to_guest = seq_add(conn->isn_to_guest, 1);
 	conn->seq_acked_by_guest = conn->seq_to_guest;
 	conn->last_ms = tcp_now_ms(c);
@@ -1000,6 +1005,7 @@ static enum drop_reason tcp_conn_input(struct ctx *c, struct flow *fl,
 enum drop_reason tcp_input(struct ctx *c, const struct pkt *p)
 {
 	const struct tcp_view *t = &p->tcp;
+	enum drop_reason r;
 	struct flow_key k;
 	struct flow *fl;
 
@@ -1009,6 +1015,8 @@ enum drop_reason tcp_input(struct ctx *c, const struct pkt *p)
 	fl = flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k);
 	if (fl && fl->f.type == FLOW_TCP)
 		return tcp_conn_input(c, fl, p);
+	if (tcp_tw_input(c, p, &k, &r))		/* a closed connection's */
+		return r;
 	if (t->flags & TCP_F_RST)
 		return DROP_NO_FLOW;
 	if ((t->flags & (TCP_F_SYN | TCP_F_ACK | TCP_F_FIN)) == TCP_F_SYN)
@@ -1114,6 +1122,7 @@ static bool tcp_conn_finished(struct ctx *c, struct flow *fl)
 	 * acknowledged (all there is), without tcp_consume()'s clamp. */
 	if (conn->consume)
 		recv(conn->sock, NULL, conn->consume, MSG_TRUNC | MSG_DONTWAIT);
+	tcp_tw_add(c, fl);	/* the guest's late segments: tcp_tw.c */
 	tcp_conn_close(c, fl, false);
 	return true;
 }
@@ -1438,4 +1447,5 @@ void tcp_stats_log(const struct ctx *c)
 
 		stats_line("tcp ooo", ot, ARRAY_SIZE(ot));
 	}
+	tcp_tw_stats_log(c);
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "drop.h"
+#include "tcp_tw.h"
 
 struct ctx;
 struct pkt;
@@ -69,7 +70,9 @@ struct tcp_state {
 	int64_t scan_ms;		/* next per-connection timer scan */
 	uint32_t sndbuf_first;		/* send buffer of a new connection ... */
 	uint16_t sndbuf_first_mss;	/* ... whose path MSS was this */
+	struct tcp_tw_table tw;		/* closed connections (tcp_tw.c) */
 	struct tcp_stats st;
+	struct tcp_tw_stats tw_st;
 };
 
 /* tcp_init() - probe kernel features, draw the ISN secret. */

@@ -260,6 +260,10 @@ void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd);
 /* tcp_tx.c */
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);
 void tcp_rst_reply(struct ctx *c, const struct pkt *p);
+/* tcp_reply() - a bare segment answering guest segment p, which has no
+ * connection (RST, or a closed connection's ACK: tcp_tw.c). */
+void tcp_reply(struct ctx *c, const struct pkt *p, uint32_t seq, uint32_t ack,
+	       uint8_t flags, uint16_t wnd);
 void tcp_data_to_guest(struct ctx *c, struct flow *fl);
 void tcp_consume(struct ctx *c, struct flow *fl);
 /* tcp_consume_lazy() - tcp_consume(), unless the acknowledged bytes are

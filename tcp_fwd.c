@@ -485,7 +485,7 @@ static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
 	conn->ws_to_guest = TCP_WS_TO_GUEST;
 	conn->wnd_to_guest = 65535;	/* SYN windows are never scaled */
 	flow_hash_add(&c->flows, fl, FLOW_SIDE_GUEST, &k);
-	conn->isn_to_guest = seq_make(tcp_isn(c, fl));
+	conn->isn_to_guest = seq_make(tcp_tw_reopen(c, &k, tcp_isn(c, fl)));
 	conn->seq_to_guest = seq_add(conn->isn_to_guest, 1);
 	conn->seq_acked_by_guest = conn->seq_to_guest;
 	conn->last_ms = tcp_now_ms(c);

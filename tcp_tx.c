@@ -269,30 +269,41 @@ static void tcp_send_probe(struct ctx *c, struct flow *fl)
 	conn->seq_to_guest = saved;
 }
 
+/* tcp_reply() - a segment without payload answering guest segment p
+ * with no connection behind it: its ports swapped, seq, ack, flags and
+ * window field as given (TCP_HLEN bytes, no options). */
+void tcp_reply(struct ctx *c, const struct pkt *p, uint32_t seq, uint32_t ack,
+	       uint8_t flags, uint16_t wnd)
+{
+	uint8_t h[TCP_HLEN] = { 0 };
+
+	wr16(h, p->tcp.dport);
+	wr16(h + 2, p->tcp.sport);
+	wr32(h + 4, seq);
+	wr32(h + 8, ack);
+	h[12] = (TCP_HLEN / 4) << 4;
+	h[13] = flags;
+	wr16(h + 14, wnd);
+	if (p->is_v6)
+		tap_send_ip6(c, &p->dst6, &p->src6, IPPROTO_TCP, h, TCP_HLEN);
+	else
+		tap_send_ip4(c, p->dst4, p->src4, IPPROTO_TCP, h, TCP_HLEN);
+}
+
 /* tcp_rst_reply() - answer guest segment p, which has no connection, with
  * a RST built from its own fields (RFC 9293 3.10.7.1). */
 void tcp_rst_reply(struct ctx *c, const struct pkt *p)
 {
 	const struct tcp_view *t = &p->tcp;
-	uint8_t h[TCP_HLEN] = { 0 };
 	uint32_t seglen = (uint32_t)p->payload_len;
 
-	wr16(h, t->dport);
-	wr16(h + 2, t->sport);
-	if (t->flags & TCP_F_ACK) {
-		wr32(h + 4, t->ack);
-		h[13] = TCP_F_RST;
-	} else {
-		seglen += !!(t->flags & TCP_F_SYN) + !!(t->flags & TCP_F_FIN);
-		wr32(h + 8, t->seq + seglen);
-		h[13] = TCP_F_RST | TCP_F_ACK;
-	}
-	h[12] = (TCP_HLEN / 4) << 4;
 	c->tcp.st.rst_to_guest++;
-	if (p->is_v6)
-		tap_send_ip6(c, &p->dst6, &p->src6, IPPROTO_TCP, h, TCP_HLEN);
-	else
-		tap_send_ip4(c, p->dst4, p->src4, IPPROTO_TCP, h, TCP_HLEN);
+	if (t->flags & TCP_F_ACK) {
+		tcp_reply(c, p, t->ack, 0, TCP_F_RST, 0);
+		return;
+	}
+	seglen += !!(t->flags & TCP_F_SYN) + !!(t->flags & TCP_F_FIN);
+	tcp_reply(c, p, 0, t->seq + seglen, TCP_F_RST | TCP_F_ACK, 0);
 }
 
 /* tcp_isn() - our initial sequence number for the flow (RFC 6528). */

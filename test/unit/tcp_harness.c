@@ -137,6 +137,7 @@ void tcp_test_free(struct ctx *c)
 		tcp_conn_close(c, fl, true);
 	}
 	tcp_ooo_pool_free(c->tcp.ooo);
+	tcp_tw_free(&c->tcp.tw);
 	close(c->epfd);
 	test_ctx_free(c);
 }

@@ -57,6 +57,7 @@ TEST(stats_lines_exact)
 	t->acks_delack_timer = 24; t->acks_carried = 47;
 	t->sack_rewinds = 51; t->sack_skips = 48; t->sack_skipped = 49;
 	t->sack_ignored = 50;
+	c->tcp.tw_st = (struct tcp_tw_stats){ 52, 53, 54, 55, 56, 57, 58 };
 	ooo.st = (struct tcp_ooo_stats){ 25, 26, 27, 28, 29, 30, 31, 32 };
 	c->tcp.ooo = &ooo;
 	*f = (struct tcp_fwd_stats){ .listeners = 33, .accepted = 34,
@@ -83,6 +84,8 @@ TEST(stats_lines_exact)
 		"sack rewinds/skips/bytes/ignored 51/48/49/50\n"
 		"stats: tcp ooo segments 25 bytes 26 delivered 27 drops "
 		"full/reach 28/29 sack acks 30 blocks 31 peak 32\n"
+		"stats: tcp time-wait added 52 acked 53 dropped 54 reopened 55 "
+		"reset 56 recycled 57 expired 58\n"
 		"stats: tcp forwarding listeners 33 accepted 34 to guest 35 "
 		"spliced 36 refused 37 splice resets 38 scans 40 "
 		"idle resets 39\n"
