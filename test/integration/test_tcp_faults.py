@@ -5,8 +5,9 @@ is checked from its capture and the injector's -d lines (fault_util):
 no frame dropped outside the injector; as the receiver of the guest's
 data, every segment acknowledged or SACKed at once; as the sender toward
 the guest, every unacknowledged byte sent again at the third duplicate
-ACK or by its timer, but nothing the guest had SACKed (tcp_sack.c), and
-no RST storm after the close; and no 5 s without progress. Not whole seconds
+ACK or by its timer, but nothing the guest had SACKed (tcp_sack.c); no
+RST to the guest (a closed connection's late segments get TIME-WAIT's
+answers, tcp_tw.c); and no 5 s without progress. Not whole seconds
 without progress: those measure the guest's and the host's recovery
 (an RTO backed off after the injector dropped the same segment twice)
 and the machine's load as much as ferry (doc/tcp.md, Tests).

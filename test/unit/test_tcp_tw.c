@@ -368,8 +368,14 @@ TEST(tcp_tw_seq_wrap)
 	/* far enough beyond: kept */
 	tw_remember(c, 20000, 0xfffffff6u, 0xffffffffu);
 	CHECK_EQ(tcp_tw_reopen(c, &k, 0x00020000u), 0x00020000u);
+	/* the floor itself past the wrap (0xffff0000 + 64 KiB = 0): an ISN
+	 * just below 2^32 is behind it, one just past 0 beyond it */
+	tw_remember(c, 20000, 0xffff0000u, 0xffffffffu);
+	CHECK_EQ(tcp_tw_reopen(c, &k, 0xfffffff0u), 0);
+	tw_remember(c, 20000, 0xffff0000u, 0xffffffffu);
+	CHECK_EQ(tcp_tw_reopen(c, &k, 0x10), 0x10);
 	/* no entry: any ISN is kept */
 	CHECK_EQ(tcp_tw_reopen(c, &k, 3), 3);
-	CHECK_EQ(c->tcp.tw_st.reopened, 2);
+	CHECK_EQ(c->tcp.tw_st.reopened, 4);
 	tcp_test_free(c);
 }
