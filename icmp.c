@@ -24,7 +24,20 @@
  *
  * When ping sockets cannot be opened (sysctl excludes our group, or IPv6
  * is absent) icmp_init() says so once and echo requests of that family
- * are dropped with DROP_ICMP_DISABLED: ferry never fakes a reply. Other
+ * are dropped with DROP_ICMP_DISABLED: ferry never fakes a reply.
+ *
+ * Started as root, ferry gives up root (priv.c) for a group the sysctl
+ * may leave out although root's is in (the test sandbox's "0 0"). The
+ * kernel checks the group only when a ping socket is created, so
+ * icmp_keep_for() opens a pool of ICMP_POOL_MAX per family before the
+ * drop, and flows then borrow one: on release it is disconnected (which
+ * unhashes its id: no more replies reach it) and drained, and the next
+ * connect() gives it a new id. More flows of a family than the pool holds
+ * evict the one idle longest. A raw ICMP socket opened as root would
+ * also outlive the drop, but it receives every ICMP message of the host
+ * (ferry would read other programs' echoes, pick ids that collide with
+ * theirs and parse errors itself): the pool keeps the kernel's per-socket
+ * demultiplexing and this file's one path. Other
  * ICMP types from the guest (replies, errors, ...) are not forwarded.
  * Errors the host sees for our echoes (unreachable, too big) are
  * relayed: ping sockets queue them (IP_RECVERR / IPV6_RECVERR), and each
@@ -35,6 +48,8 @@
  * timing out.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -76,6 +91,12 @@ static int ping_socket(int af)
 	return s < 0 ? -errno : s;
 }
 
+/* pool_of() - the pool of kept sockets for an IPv6 (or IPv4) flow. */
+static struct icmp_pool *pool_of(struct ctx *c, bool v6)
+{
+	return &c->icmp.pool[v6];
+}
+
 /* probe() - can a ping socket of family af be opened? */
 static bool probe(int af, int *why)
 {
@@ -103,10 +124,10 @@ void icmp_init(struct ctx *c)
 	st->ping6_ok = c->conf.ip6.enabled && probe(AF_INET6, &e6);
 	if (e4 || e6)
 		warn("ICMP echo forwarding disabled for %s%s%s: cannot open "
-		     "ping sockets (%s); allow our group in sysctl "
+		     "ping sockets (%s); allow group %u in sysctl "
 		     "net.ipv4.ping_group_range to enable it",
 		     e4 ? "IPv4" : "", e4 && e6 ? " and " : "", e6 ? "IPv6" : "",
-		     strerror(e4 ? e4 : e6));
+		     strerror(e4 ? e4 : e6), (unsigned int)getegid());
 	if (!st->ping4_ok && !st->ping6_ok)
 		return;
 	st->rxbuf = mmap(NULL, ICMP_RX_BUF, PROT_READ | PROT_WRITE,
@@ -133,6 +154,34 @@ static socklen_t sockaddr_of(const union inany *a, struct sockaddr_storage *ss)
 	return sizeof(*sa6);
 }
 
+/* sock_release() - a flow's socket s is done with: closed, or, borrowed
+ * from the pool, disconnected (its id unhashed: nothing more arrives),
+ * drained of replies and errors, and given back. */
+static void sock_release(struct ctx *c, int s, bool v6)
+{
+	struct icmp_pool *pl = pool_of(c, v6);
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+	struct msghdr mh = { 0 };
+	int i;
+
+	if (!pl->on) {
+		close(s);
+		return;
+	}
+	if (connect(s, &sa, sizeof(sa)) || pl->free >= ICMP_POOL_MAX) {
+		close(s);		/* not reusable: one fewer kept */
+		return;
+	}
+	/* Bounded by the socket's buffers: nothing new is queued. */
+	for (i = 0; i < 4096 && recv(s, NULL, 0, MSG_DONTWAIT | MSG_TRUNC) >= 0;
+	     i++)
+		;
+	for (i = 0; i < 4096 && recvmsg(s, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) >= 0;
+	     i++)
+		;
+	pl->fd[pl->free++] = s;
+}
+
 /* ping_close() - unregister and close a flow's socket, free the flow. */
 static void ping_close(struct ctx *c, struct flow *fl)
 {
@@ -141,18 +190,21 @@ static void ping_close(struct ctx *c, struct flow *fl)
 	if (pf->sock >= 0) {
 		if (c->epfd >= 0)
 			ep_del(c, pf->sock);
-		close(pf->sock);
+		sock_release(c, pf->sock, !inany_is4(&pf->peer));
 	}
 	flow_free(&c->flows, fl);
 }
 
-/* ping_evict_oldest() - make room: close the flow idle longest. */
-static void ping_evict_oldest(struct ctx *c)
+/* ping_evict_oldest() - make room: close the flow idle longest (of
+ * family v6 only if one_af). */
+static void ping_evict_oldest(struct ctx *c, bool one_af, bool v6)
 {
 	struct flow *fl, *old = NULL;
 
 	for (fl = flow_first(&c->flows, FLOW_PING); fl;
 	     fl = flow_next(&c->flows, fl)) {
+		if (one_af && inany_is4(&ping_of(fl)->peer) == v6)
+			continue;
 		if (!old || ts_ms_diff(&ping_of(fl)->last,
 				       &ping_of(old)->last) < 0)
 			old = fl;
@@ -188,6 +240,87 @@ static int ping_bind_outbound(const struct ctx *c, int s, bool v6)
 	return bind(s, (struct sockaddr *)&ss, sl) ? -errno : 0;
 }
 
+bool icmp_group_allowed(const char *path, uint32_t gid)
+{
+	unsigned long lo, hi;
+	char buf[64], *p;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	errno = 0;
+	lo = strtoul(buf, &p, 10);
+	if (p == buf || errno)
+		return false;
+	hi = strtoul(p, &p, 10);
+	return !errno && gid >= lo && gid <= hi;
+}
+
+/* pool_fill() - open family v6's pool: sockets set up as ping_open()
+ * would (error queue, -o / --outbound-if bound once here). Returns how
+ * many it opened. */
+static unsigned int pool_fill(struct ctx *c, bool v6)
+{
+	struct icmp_pool *pl = pool_of(c, v6);
+	int s;
+
+	while (pl->free < ICMP_POOL_MAX) {
+		s = ping_socket(v6 ? AF_INET6 : AF_INET);
+		if (s < 0)
+			break;
+		if (ping_bind_outbound(c, s, v6) ||
+		    setsockopt(s, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+			       v6 ? IPV6_RECVERR : IP_RECVERR, &(int){ 1 },
+			       sizeof(int))) {
+			close(s);
+			break;
+		}
+		pl->fd[pl->free++] = s;
+	}
+	pl->on = pl->free > 0;
+	return pl->free;
+}
+
+void icmp_keep_for(struct ctx *c, uint32_t gid)
+{
+	const char *path = "/proc/sys/net/ipv4/ping_group_range";
+	struct icmp_state *st = &c->icmp;
+	unsigned int n4 = 0, n6 = 0;
+
+	if ((!st->ping4_ok && !st->ping6_ok) || icmp_group_allowed(path, gid))
+		return;
+	if (st->ping4_ok && !(n4 = pool_fill(c, false)))
+		st->ping4_ok = false;
+	if (st->ping6_ok && !(n6 = pool_fill(c, true)))
+		st->ping6_ok = false;
+	info("ICMP echo: group %u may not open ping sockets "
+	     "(net.ipv4.ping_group_range): keeping %u IPv4 and %u IPv6 ones "
+	     "opened before giving up root, for as many echo flows at once",
+	     (unsigned int)gid, n4, n6);
+	if (!st->ping4_ok || !st->ping6_ok)
+		warn("ICMP echo forwarding disabled for %s: no ping socket "
+		     "could be kept", !st->ping4_ok && !st->ping6_ok ?
+		     "IPv4 and IPv6" : !st->ping4_ok ? "IPv4" : "IPv6");
+}
+
+/* ping_take() - a socket for a new flow of family v6: from the pool if
+ * it is on (-ENOBUFS if none is free), else a new one; or -errno. */
+static int ping_take(struct ctx *c, bool v6)
+{
+	struct icmp_pool *pl = pool_of(c, v6);
+
+	if (!pl->on)
+		return ping_socket(v6 ? AF_INET6 : AF_INET);
+	return pl->free ? pl->fd[--pl->free] : -ENOBUFS;
+}
+
 /* ping_open() - new flow for key k towards host address dst, with its
  * connected socket registered in the loop. Returns NULL and sets *r. */
 static struct flow *ping_open(struct ctx *c, const struct flow_key *k,
@@ -202,7 +335,9 @@ static struct flow *ping_open(struct ctx *c, const struct flow_key *k,
 	int s;
 
 	if (c->flows.count[FLOW_PING] >= ICMP_FLOWS_MAX)
-		ping_evict_oldest(c);
+		ping_evict_oldest(c, false, v6);
+	if (pool_of(c, v6)->on && !pool_of(c, v6)->free)
+		ping_evict_oldest(c, true, v6);
 	fl = flow_alloc(&c->flows, FLOW_PING);
 	if (!fl) {
 		*r = DROP_FLOW_TABLE_FULL;
@@ -213,19 +348,20 @@ static struct flow *ping_open(struct ctx *c, const struct flow_key *k,
 	pf->guest_id = k->pa;
 	pf->peer = *dst;
 	pf->last = c->now;
-	s = ping_socket(v6 ? AF_INET6 : AF_INET);
+	s = ping_take(c, v6);
 	sl = sockaddr_of(dst, &ss);
 	ref.idx = flow_idx(&c->flows, fl);
-	if (s < 0 || ping_bind_outbound(c, s, v6) ||
-	    setsockopt(s, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
-		       v6 ? IPV6_RECVERR : IP_RECVERR, &(int){ 1 },
-		       sizeof(int)) ||
+	if (s < 0 || (!pool_of(c, v6)->on &&
+		      (ping_bind_outbound(c, s, v6) ||
+		       setsockopt(s, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+				  v6 ? IPV6_RECVERR : IP_RECVERR, &(int){ 1 },
+				  sizeof(int)))) ||
 	    connect(s, (struct sockaddr *)&ss, sl) ||
 	    ep_add(c, s, EPOLLIN, ref)) {
 		debug("icmp: cannot open echo flow: %s",
 		      strerror(s < 0 ? -s : errno));
 		if (s >= 0)
-			close(s);
+			sock_release(c, s, v6);
 		flow_free(&c->flows, fl);
 		*r = DROP_SOCKET_ERROR;
 		return NULL;

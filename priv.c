@@ -48,8 +48,10 @@
  *
  * What keeps working after the drop: open sockets, the tap, accepting
  * the next qemu client on the listening socket (no privilege needed),
- * entering the guest's namespaces (above), ICMP echo if nobody's group
- * is in net.ipv4.ping_group_range (probed again after the drop).
+ * entering the guest's namespaces (above), ICMP echo: ping sockets can
+ * be opened only by groups in net.ipv4.ping_group_range, checked when
+ * one is created; if the new group is outside it, icmp_keep_for() opens
+ * a pool of them before the drop (icmp.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -333,6 +335,7 @@ void priv_drop(struct ctx *c)
 
 	if (!p->drop)
 		return;
+	icmp_keep_for(c, p->gid);	/* before: the group decides */
 	bounding_clear(keep);
 	if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
 		die("PR_SET_KEEPCAPS: %s", strerror(errno));
@@ -351,5 +354,4 @@ void priv_drop(struct ctx *c)
 		    strerror(-rc));
 	info("running as %u:%u%s", (unsigned int)p->uid, (unsigned int)p->gid,
 	     keep ? ", keeping CAP_NET_BIND_SERVICE for auto forwards" : "");
-	icmp_init(c);		/* ping sockets depend on the group */
 }

@@ -31,6 +31,7 @@ in the initial user namespace.
 """
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
@@ -469,6 +470,61 @@ def test_root_ns_mode_drops_to_nobody(root_dir):
     finally:
         f.stop()
         srv.close()
+
+
+@pytest.fixture
+def ping_range():
+    """set(RANGE): net.ipv4.ping_group_range of the sandbox's network
+    namespace (never the host's: test/sandbox.sh made this one), put
+    back afterwards."""
+    assert os.environ.get("FERRY_SANDBOX") == "1", "outside the sandbox"
+    path = Path("/proc/sys/net/ipv4/ping_group_range")
+    old = path.read_text()
+    yield lambda value: path.write_text(value)
+    path.write_text(old)
+
+
+def guest_pings(f, dst, n=2):
+    """How many of n echo requests from the guest to dst were answered."""
+    r = run(f.in_guest(["ping", "-n", "-c", str(n), "-i", "0.2", "-W", "2",
+                        dst]), check=False, timeout=30)
+    m = re.search(r"(\d+) (?:packets )?received", r.stdout)
+    assert m, r.stdout + r.stderr
+    return int(m.group(1))
+
+
+def test_root_ping_after_drop_to_group_outside_range(root_dir, ping_range):
+    """ping_group_range "0 0" lets root open ping sockets but not nobody:
+    ferry keeps ping sockets opened before the drop, says so once, and
+    the guest's echo requests are answered after the drop."""
+    require("ping")
+    ping_range("0 0")
+    f = RootNs(root_dir, ["-t", "none", "-u", "none"])
+    try:
+        assert guest_pings(f, GW4) == 2, f.log.read_text()
+        log = f.log.read_text()
+        assert "running as" in log and log.count("ICMP echo") == 1, log
+        assert "may not open ping sockets" in log, log
+    finally:
+        f.stop()
+    assert "ICMP_DISABLED" not in f.log.read_text(), f.log.read_text()
+
+
+def test_root_ping_range_excludes_all(root_dir, ping_range):
+    """ping_group_range "1 0" (the kernel's default) excludes root too:
+    ferry says so once at start-up, naming the group to allow, and counts
+    the guest's echo requests as dropped (ICMP_DISABLED) after the drop."""
+    require("ping")
+    ping_range("1 0")
+    f = RootNs(root_dir, ["-t", "none", "-u", "none"])
+    try:
+        assert guest_pings(f, GW4) == 0
+    finally:
+        f.stop()
+    log = f.log.read_text()
+    assert log.count("ICMP echo forwarding disabled") == 1, log
+    assert "allow group 0 in sysctl net.ipv4.ping_group_range" in log, log
+    assert re.search(r"drop ICMP_DISABLED 2\b", log), log
 
 
 def test_root_auto_forward_keeps_low_ports(root_dir):

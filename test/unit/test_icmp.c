@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <grp.h>
 
 #include "checksum.h"
 #include "ferry.h"
@@ -525,4 +526,92 @@ static void probe_fails_body(bool *ok)
 TEST(icmp_probe_fails_without_ping_group_netns)
 {
 	CHECK(in_netns_ping(probe_fails_body, false));
+}
+
+/* replies_consistent() - every echo reply frame to the guest carries the
+ * sequence number its flow used (kept_pool_body(): seq = id - 999, and 1
+ * for id 0x77), so no reply for an evicted flow reached the flow that
+ * got its socket. Sets *found when the reply (id, seq) is there. */
+static bool replies_consistent(struct ctx *c, uint16_t id, uint16_t seq,
+			       bool *found)
+{
+	const uint8_t *f;
+	struct pkt p;
+	size_t i, len;
+
+	*found = false;
+	for (i = 0; i < test_tx_n(c); i++) {
+		f = test_tx(c, i, &len);
+		if (!f || pkt_parse(f, len, true, &p) != DROP_NONE ||
+		    p.is_v6 || p.icmp.type != 0)
+			continue;
+		if (p.icmp.seq != (p.icmp.id == 0x77 ? 1 : p.icmp.id - 999))
+			return false;
+		*found |= p.icmp.id == id && p.icmp.seq == seq;
+	}
+	return true;
+}
+
+static void kept_pool_body(bool *ok)
+{
+	struct ctx *c = ctx_live();
+	struct timespec t0, t;
+	bool found = false;
+	unsigned int i;
+	int s;
+
+	CHECK(c->icmp.ping4_ok && c->icmp.ping6_ok);
+	/* "0 0" in this namespace: gid 65534 is out, as nobody's would be
+	 * in the test sandbox when ferry started as root gives up root. */
+	icmp_keep_for(c, 65534);
+	CHECK(c->icmp.pool[0].on && c->icmp.pool[1].on);
+	CHECK_EQ(c->icmp.pool[0].free, ICMP_POOL_MAX);
+	CHECK_EQ(c->icmp.pool[1].free, ICMP_POOL_MAX);
+	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534)) {
+		printf("  cannot change to gid 65534: %s\n", strerror(errno));
+		return;
+	}
+	s = socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP);
+	CHECK(s < 0 && errno == EACCES);	/* the kernel refuses us now */
+	/* Echo through the kept sockets, both families. */
+	send4(c, GW4, 8, 0x77, 1, 20);
+	CHECK_EQ(pump(c, 1, 2000), 1);
+	CHECK(check_reply(c, 0, false, GW4, G4, 0x77, 1, 20));
+	send6(c, G6, GW6, 128, 0x77, 1, 20);
+	CHECK_EQ(pump(c, 2, 2000), 2);
+	CHECK(check_reply(c, 1, true, GW6, G6, 0x77, 1, 20));
+	CHECK_EQ(c->icmp.pool[0].free, ICMP_POOL_MAX - 1);
+	/* More IPv4 flows than kept sockets: each beyond evicts the IPv4
+	 * flow idle longest and reuses its socket; the IPv6 flow stays. */
+	for (i = 0; i < ICMP_POOL_MAX + 3; i++) {
+		send4(c, GW4, 8, (uint16_t)(1000 + i), (uint16_t)(i + 1), 0);
+		test_advance(c, 1);
+	}
+	CHECK_EQ(c->icmp.evicted, 4);
+	CHECK_EQ(c->flows.count[FLOW_PING], ICMP_POOL_MAX + 1);
+	CHECK_EQ(c->icmp.pool[0].free, 0);
+	CHECK_EQ(c->icmp.pool[1].free, ICMP_POOL_MAX - 1);
+	CHECK(!has_flow4(c, 0x77) && !has_flow4(c, 1002) && has_flow4(c, 1003));
+	CHECK_EQ(c->stats.drops[DROP_SOCKET_ERROR], 0);
+	/* The newest flow, on a reused socket, gets its own reply. */
+	now_mono(&t0);
+	do {
+		pump(c, test_tx_n(c) + 1, 100);
+		CHECK(replies_consistent(c, (uint16_t)(1000 + ICMP_POOL_MAX + 2),
+					 ICMP_POOL_MAX + 3, &found));
+		now_mono(&t);
+	} while (!found && ts_ms_diff(&t, &t0) < 3000);
+	CHECK(found);
+	/* Expired flows give their sockets back. */
+	c->now.tv_sec += ICMP_TIMEOUT_MS / 1000 + 1;
+	icmp_timer(c);
+	CHECK_EQ(c->icmp.pool[0].free, ICMP_POOL_MAX);
+	CHECK_EQ(c->icmp.pool[1].free, ICMP_POOL_MAX);
+	ctx_live_free(c);
+	*ok = true;
+}
+
+TEST(icmp_kept_sockets_outlive_the_group_netns)
+{
+	CHECK(in_netns(kept_pool_body));
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "icmp.h"
 #include "priv.h"
 #include "unit.h"
 
@@ -95,4 +96,26 @@ TEST(priv_id_map_ranges)
 	CHECK(priv_id_mapped(path, 7));
 	unlink(path);
 	CHECK(!priv_id_mapped(path, 0));			/* no file */
+}
+
+TEST(icmp_group_allowed_reads_the_range)
+{
+	char path[64];
+
+	CHECK(tmp_file(path, sizeof(path), "0\t0\n"));
+	CHECK(icmp_group_allowed(path, 0));
+	CHECK(!icmp_group_allowed(path, 65534));
+	unlink(path);
+	CHECK(tmp_file(path, sizeof(path), "1\t0\n"));	/* the kernel's default */
+	CHECK(!icmp_group_allowed(path, 0));
+	CHECK(!icmp_group_allowed(path, 1));
+	unlink(path);
+	CHECK(tmp_file(path, sizeof(path), "0\t2147483647\n"));
+	CHECK(icmp_group_allowed(path, 65534));
+	CHECK(!icmp_group_allowed(path, 4294967294u));
+	unlink(path);
+	CHECK(tmp_file(path, sizeof(path), "x y\n"));
+	CHECK(!icmp_group_allowed(path, 0));
+	unlink(path);
+	CHECK(!icmp_group_allowed(path, 0));			/* no file */
 }
