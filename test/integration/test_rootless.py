@@ -44,7 +44,8 @@ import pytest
 from conftest import FERRY, GW4, HOST4, require, run, wait_for
 from test_podman import HOST_ADDR, podman_args
 from test_vhost_user import F_VERSION_1, GET_FEATURES, FrontEnd
-from vmguest import FerryVM, StreamClient, guest_tcp_exchange
+from vmguest import (FerryVM, StreamClient, boot_guest, build_guest,
+                     guest_tcp_exchange)
 
 PORT = 18090		# the host's server the guests reach
 FWD_PORT = 18091	# forwarded by the user's ferry to the guest's port 80
@@ -632,3 +633,41 @@ def test_root_vhost_user_drops_and_serves_next(root_dir):
 
     uid, gid = nobody_ids()
     vm_clients_after_drop(root_dir, ["--vhost-user"], uid, gid, client)
+
+
+# The guest of test_root_vhost_user_data_path_after_drop (busybox sh,
+# vmguest.GUEST_PRELUDE's check()).
+VU_GUEST = r"""
+. /run/ferry/dhcp.env 2>/dev/null
+GW=$DHCP_ROUTER
+check "DHCPv4 lease" test "$FERRY_GUEST_DHCP" = ok
+check "ping IPv4 gateway" timeout 15 ping -c 2 -W 5 "$GW"
+check "TCP exchange" sh -c "echo after the drop | timeout 30 nc -w 5 $GW {port} | grep -qx 'got after the drop'"
+"""
+
+
+def test_root_vhost_user_data_path_after_drop(root_dir, ping_range):
+    """`ferry vm --vhost-user` as root, nobody once listening: a real
+    guest (test/guest, RAM in a shared memfd) connects after the drop, so
+    ferry maps its memory and serves its rings as nobody: DHCP, ICMP echo
+    to the gateway (through the ping sockets kept before the drop: the
+    range "0 0" leaves nobody out) and a TCP exchange with a host
+    server."""
+    ping_range("0 0")
+    build_guest()
+    uid, gid = nobody_ids()
+    srv = Server(PORT, echo=True)
+    f = FerryVM(root_dir, ["--vhost-user"])
+    try:
+        wait_for(lambda: "running as" in f.output(), 10, "the drop")
+        dropped(status(f.proc.pid), uid, gid)
+        (root_dir / "boot").mkdir()
+        g = boot_guest(root_dir / "boot", f.sock, VU_GUEST.format(port=PORT),
+                       kargs="ferry.dad=0", vhost_user=True)
+        for check in ("DHCPv4 lease", "ping IPv4 gateway", "TCP exchange"):
+            g.check(check, f)
+        assert "vhost-user: guest memory" in f.output(), f.output()
+        assert f.alive(), f.output()
+    finally:
+        f.stop()
+        srv.close()
