@@ -35,6 +35,11 @@
  * "local mode": IPv4 169.254.2.1/16 with gateway 169.254.2.2, IPv6 link-
  * local only with router fe80::1. It says so on stderr.
  *
+ * With --splice-only there is no guest interface: the values are derived
+ * all the same (the rest of ferry expects them) but announced only at
+ * debug level, and no local mode is warned about: the namespace has
+ * only its loopback, and ns.c says so.
+ *
  * The link MTU is not copied from the host: the guest default stays the
  * parser's (65520). Nameservers and the search list come from
  * /etc/resolv.conf unless given; loopback nameservers are recorded as they
@@ -198,6 +203,13 @@ static void copy_host(const struct conf *c, int nl, int family,
 	     routes ? "" : " (not asked)", ifname);
 }
 
+/* derived_lvl() - the level of the lines announcing what was derived:
+ * lvl, or debug where there is no guest interface (--splice-only). */
+static enum log_level derived_lvl(const struct conf *c, enum log_level lvl)
+{
+	return c->splice_only ? LOG_LVL_DEBUG : lvl;
+}
+
 /* derive_ip4() - IPv4 guest defaults (see top). */
 static void derive_ip4(struct conf *c, int nl)
 {
@@ -221,8 +233,9 @@ static void derive_ip4(struct conf *c, int nl)
 			ip->gw = gw;
 		inet_ntop(AF_INET, &ip->addr, a, sizeof(a));
 		inet_ntop(AF_INET, &ip->gw, g, sizeof(g));
-		info("IPv4: template interface %s, address %s/%d, gateway %s",
-		     c->ifname4, a, ip->prefix_len, g);
+		log_msg(derived_lvl(c, LOG_LVL_INFO), "IPv4: template "
+		        "interface %s, address %s/%d, gateway %s", c->ifname4,
+		        a, ip->prefix_len, g);
 		copy_host(c, nl, AF_INET, &ip->addr, !ip->no_copy_addrs,
 			  !ip->no_copy_routes, &ip->copied);
 		return;
@@ -236,8 +249,9 @@ static void derive_ip4(struct conf *c, int nl)
 		inet_pton(AF_INET, "169.254.2.2", &ip->gw);
 	inet_ntop(AF_INET, &ip->addr, a, sizeof(a));
 	inet_ntop(AF_INET, &ip->gw, g, sizeof(g));
-	warn("IPv4: no default route or address on the host: local mode, "
-	     "address %s/%d, gateway %s", a, ip->prefix_len, g);
+	log_msg(derived_lvl(c, LOG_LVL_WARN), "IPv4: no default route or "
+	        "address on the host: local mode, address %s/%d, gateway %s",
+	        a, ip->prefix_len, g);
 }
 
 /* derive_ip6() - IPv6 guest defaults (see top). */
@@ -264,8 +278,9 @@ static void derive_ip6(struct conf *c, int nl)
 		if (!ip->prefix_len)
 			ip->prefix_len = 64;
 		inet_ntop(AF_INET6, &ip->gw, g, sizeof(g));
-		warn("IPv6: no default route or global address on the host: "
-		     "local mode, link-local only, router %s", g);
+		log_msg(derived_lvl(c, LOG_LVL_WARN), "IPv6: no default route "
+		        "or global address on the host: local mode, link-local "
+		        "only, router %s", g);
 		return;
 	}
 	ip->host_addr = host;
@@ -275,8 +290,8 @@ static void derive_ip6(struct conf *c, int nl)
 		ip->prefix_len = in6_eq(&ip->addr, &host) ? plen : 64;
 	inet_ntop(AF_INET6, &ip->addr, a, sizeof(a));
 	inet_ntop(AF_INET6, &ip->gw, g, sizeof(g));
-	info("IPv6: template interface %s, address %s/%d, router %s",
-	     c->ifname6, a, ip->prefix_len, g);
+	log_msg(derived_lvl(c, LOG_LVL_INFO), "IPv6: template interface %s, "
+	        "address %s/%d, router %s", c->ifname6, a, ip->prefix_len, g);
 	copy_host(c, nl, AF_INET6, &ip->addr, !ip->no_copy_addrs,
 		  !ip->no_copy_routes, &ip->copied);
 }

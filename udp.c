@@ -98,8 +98,6 @@
 					 * kernel's UDP_MAX_SEGMENTS: 64 before
 					 * Linux 5.x, more since) */
 
-
-
 /* payload_max() - largest datagram payload the guest link can carry. */
 static size_t payload_max(const struct ctx *c, bool v6)
 {
@@ -237,7 +235,6 @@ struct flow *udp_flow_alloc(struct ctx *c)
 }
 
 /* --- sockets ----------------------------------------------------------- */
-
 
 int udp_sock_setup(int fd, bool v6)
 {
@@ -781,7 +778,6 @@ void udp_frames_commit(struct ctx *c, struct udp_rxb *b, unsigned int n,
 	else
 		tap_tx_commit_many(c, b->lens, n);
 }
-
 
 /* udp_discard() - no guest to deliver to (vm mode between clients):
  * read and drop a batch, so a readable socket cannot spin the loop. */

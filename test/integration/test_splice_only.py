@@ -74,6 +74,10 @@ def test_splice_only_namespace_has_loopback_only(ferry_ns):
         assert err == 101 and secs < 1, (addr, err, secs)	# ENETUNREACH
     assert "--splice-only" in f.output()
     assert frames(f) == (0, 0, 0, 0)
+    # ...and the log says nothing of a guest address, gateway or template
+    # interface the mode never uses
+    for word in ("template interface", "gateway", "router", "local mode"):
+        assert word not in f.output(), f.output()
 
 
 @pytest.mark.parametrize("lo", ["127.0.0.1", "::1"])
