@@ -94,6 +94,8 @@ struct ctx {
 					 * user -1: not entered; valid once
 					 * ns_ready */
 	bool ns_ready;			/* ns_start() set the namespace up */
+	struct ns_agent *ns_agent;	/* resident helper running ns_call()
+					 * jobs (ns.c), or NULL */
 	pid_t child_pid;
 	struct priv priv;		/* giving up root (priv.c) */
 	bool quit;

@@ -36,6 +36,19 @@
  * ferry's through CLONE_FILES and stay bound to the guest namespace. The
  * namespace fds stay open in struct ctx for later calls.
  *
+ * A joined network namespace in ferry's own user namespace (root made it:
+ * "ip netns add") can be entered only with CAP_SYS_ADMIN there, which
+ * ferry loses when it gives up root (priv.c). For it, ns_agent_start()
+ * (called by priv_drop() just before the drop) makes one resident helper
+ * the same way (CLONE_VM | CLONE_FILES, no CLONE_VFORK): it enters the
+ * namespace as root, then gives up root itself (priv_task_drop(): the
+ * same user, capabilities), sets PR_SET_PDEATHSIG (after the drop, which
+ * clears it) and runs the jobs ns_call() posts, one at a time, through
+ * two eventfds; ferry waits on "done" and on the helper's pidfd, so a
+ * dead helper fails the call (-ECHILD) instead of hanging it. Opening
+ * sockets and reading /proc/self/net inside a namespace one is already
+ * in needs no privilege, so nothing privileged stays.
+ *
  * The first job opens /dev/net/tun (IFF_TAP | IFF_NO_PI, and IFF_VNET_HDR
  * unless --no-offload: tap_dev.c sets the offloads up; DAD off on it,
  * and with --config-net SLAAC too: the static address is the guest's)
@@ -70,7 +83,9 @@
 #include <arpa/inet.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -170,11 +185,131 @@ static int ns_task_run(int userns_fd, int netns_fd, int (*fn)(void *),
 	return t.rc;
 }
 
+/* The resident helper (ns_agent_start()): a task that entered the
+ * guest's network namespace as root and then gave up root itself, so
+ * ns_call() jobs still run inside after ferry's drop. Shared memory
+ * (CLONE_VM): one job at a time, ferry waits for it. */
+struct ns_agent {
+	int (*fn)(void *arg);		/* the job posted */
+	void *arg;
+	int rc;				/* its result */
+	int go, done;			/* eventfds: job posted, done */
+	int netns_fd;
+	uid_t uid;			/* the helper's own drop */
+	gid_t gid;
+	uint64_t keep;
+	pid_t pid;
+	int pidfd;
+};
+
+/* agent_signal() - one count on eventfd fd. */
+static void agent_signal(int fd)
+{
+	uint64_t one = 1;
+
+	while (write(fd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
+/* agent_fn() - the helper's life: enter, drop, report (rc), then run
+ * each posted job. Never returns while ferry lives; _exit()s on error. */
+static int agent_fn(void *arg)
+{
+	struct ns_agent *a = arg;
+	const char *what;
+	uint64_t n;
+
+	/* PR_SET_PDEATHSIG after the drop: a change of ids clears it. */
+	if (setns(a->netns_fd, CLONE_NEWNET) ||
+	    (a->rc = priv_task_drop(a->uid, a->gid, a->keep, &what)) ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL)) {
+		if (!a->rc)
+			a->rc = -errno;
+		agent_signal(a->done);
+		_exit(1);
+	}
+	agent_signal(a->done);
+	for (;;) {
+		if (read(a->go, &n, sizeof(n)) != sizeof(n)) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		a->rc = a->fn(a->arg);
+		agent_signal(a->done);
+	}
+	return 0;
+}
+
+/* agent_wait() - the helper's answer, or -ECHILD if it died first. */
+static int agent_wait(struct ns_agent *a)
+{
+	struct pollfd p[2] = { { a->done, POLLIN, 0 },
+			       { a->pidfd, POLLIN, 0 } };
+	uint64_t n;
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[0].revents & POLLIN &&
+		    read(a->done, &n, sizeof(n)) == sizeof(n))
+			return a->rc;
+		if (p[1].revents)
+			return -ECHILD;
+	}
+}
+
+int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep)
+{
+	struct ns_agent *a;
+	uint8_t *stack;
+	int rc;
+
+	a = mmap(NULL, sizeof(*a), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stack = mmap(NULL, HELPER_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (a == MAP_FAILED || stack == MAP_FAILED)
+		return -ENOMEM;
+	*a = (struct ns_agent){ .netns_fd = c->ns_net_fd, .uid = uid,
+				.gid = gid, .keep = keep, .pidfd = -1 };
+	a->go = eventfd(0, EFD_CLOEXEC);
+	a->done = eventfd(0, EFD_CLOEXEC);
+	if (a->go < 0 || a->done < 0)
+		return -errno;
+	a->pid = clone(agent_fn, stack + HELPER_STACK,
+		       CLONE_VM | CLONE_FILES | SIGCHLD, a);
+	if (a->pid < 0)
+		return -errno;
+	if ((a->pidfd = pidfd_open_(a->pid)) < 0)
+		return -errno;
+	if ((rc = agent_wait(a)))
+		return rc;
+	c->ns_agent = a;
+	info("namespace helper %d: in the guest's network namespace as "
+	     "%u:%u", (int)a->pid, (unsigned int)uid, (unsigned int)gid);
+	return 0;
+}
+
+/* agent_call() - run fn(arg) in the resident helper and wait for it. */
+static int agent_call(struct ns_agent *a, int (*fn)(void *arg), void *arg)
+{
+	a->fn = fn;
+	a->arg = arg;
+	agent_signal(a->go);
+	return agent_wait(a);
+}
+
 int ns_call(const struct ctx *c, int (*fn)(void *arg), void *arg)
 {
 	/* The fds are only meaningful once ns_start() has set it up. */
 	if (c->conf.mode != MODE_NS || !c->ns_ready)
 		return -ENOENT;
+	if (c->ns_agent)
+		return agent_call(c->ns_agent, fn, arg);
 	return ns_task_run(c->ns_user_fd, c->ns_net_fd, fn, arg);
 }
 

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct ctx;
 
@@ -22,6 +23,13 @@ void ns_run_command(int go);
  * ferry's memory, and ferry waits for it. Returns fn's result, or -errno
  * (-ENOENT outside ns mode, or if entering the namespaces failed). */
 int ns_call(const struct ctx *c, int (*fn)(void *arg), void *arg);
+/* ns_agent_start() - before ferry gives up root (priv_drop()), for a
+ * network namespace the new user could not enter (it belongs to ferry's
+ * own user namespace: "ip netns add" by root): start a helper task that
+ * shares ferry's memory and fds, enters the namespace while root, then
+ * changes to uid:gid itself (capabilities keep only) and from then on
+ * runs every ns_call() job; it dies with ferry. Returns 0 or -errno. */
+int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep);
 /* ns_child_handler() - the command exited or the joined namespace went
  * away: sets c->quit and c->exit_code. */
 void ns_child_handler(struct ctx *c, uint32_t events);

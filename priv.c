@@ -28,13 +28,19 @@
  *                    it creates its user namespace (ns.c child_run(): it
  *                    is root inside, the new user outside, as with
  *                    pasta), and a joined namespace must belong to the
- *                    new user. One ferry cannot enter (the host's root
- *                    made it: "ip netns add") stops --runas with one
- *                    line; without --runas ferry warns and keeps root.
- *   priv_drop()      after detaching (the pid file is written): bounding
- *                    set and ambient set emptied, supplementary groups
- *                    dropped, all three gids then uids set, capabilities
- *                    cleared in every set, PR_SET_NO_NEW_PRIVS; then
+ *                    new user, or to ferry's own user namespace (the
+ *                    host's root made it: "ip netns add"): then a
+ *                    resident helper enters it while still root and gives
+ *                    up root itself (ns_agent_start(), from priv_drop()),
+ *                    and runs the ns_call() jobs from then on. One that
+ *                    belongs to another user stops --runas with one line;
+ *                    without --runas ferry warns and keeps root.
+ *   priv_drop()      after detaching (the pid file is written; the
+ *                    helper above starts first and drops on its own):
+ *                    bounding set and ambient set emptied, supplementary
+ *                    groups dropped, all three gids then uids set,
+ *                    capabilities cleared in every set,
+ *                    PR_SET_NO_NEW_PRIVS (priv_task_drop()); then
  *                    checked: getresuid()/getresgid() all the new ids, no
  *                    groups, no capability left, and setuid(0) and
  *                    setgid(0) fail. Any failure ends ferry: it never runs
@@ -211,6 +217,7 @@ void priv_ns_check(struct ctx *c)
 	struct priv *p = &c->priv;
 	uid_t owner = (uid_t)-1;
 	char whose[64];
+	bool own;
 	int fd;
 
 	if (!p->drop)
@@ -218,12 +225,20 @@ void priv_ns_check(struct ctx *c)
 	/* The user namespace owning the guest's network namespace: the one
 	 * ns_call() enters, or the one it must enter after the drop. */
 	fd = ioctl(c->ns_net_fd, NS_GET_USERNS);
-	if (fd >= 0 && !ns_same(fd, "user"))
+	own = fd >= 0 && ns_same(fd, "user");
+	if (fd >= 0 && !own)
 		owner = userns_owner(fd);
 	if (owner == p->uid) {
 		if (c->ns_user_fd >= 0)
 			close(c->ns_user_fd);
 		c->ns_user_fd = fd;
+		return;
+	}
+	if (own && c->ns_user_fd < 0) {
+		/* Ferry's own user namespace ("ip netns add" by root): a
+		 * helper enters it before the drop and stays (ns.c). */
+		close(fd);
+		p->ns_agent = true;
 		return;
 	}
 	if (owner == (uid_t)-1)
@@ -277,27 +292,56 @@ static int caps_get(uint64_t *eff, uint64_t *prm, uint64_t *inh)
 
 int priv_switch_ids(uid_t uid, gid_t gid)
 {
-	if (setgroups(0, NULL) || setresgid(gid, gid, gid) ||
-	    setresuid(uid, uid, uid))
+	/* The system calls, not glibc's wrappers: those change every
+	 * thread of the process, and ns.c's resident helper, which shares
+	 * ferry's memory (and so glibc's thread list) but is a process of
+	 * its own, must change only itself. ferry has no other thread. */
+	if (syscall(SYS_setgroups, 0, NULL) ||
+	    syscall(SYS_setresgid, gid, gid, gid) ||
+	    syscall(SYS_setresuid, uid, uid, uid))
 		return -errno;
 	return 0;
 }
 
 /* bounding_clear() - drop every capability but keep from the bounding
- * set (where permitted: it needs CAP_SETPCAP) and the ambient set. */
-static void bounding_clear(uint64_t keep)
+ * set (where permitted: it needs CAP_SETPCAP) and the ambient set.
+ * Returns 0 or -errno, naming the step in *what. */
+static int bounding_clear(uint64_t keep, const char **what)
 {
 	int cap;
 
+	*what = "cannot drop a capability from the bounding set";
 	for (cap = 0; cap < PRIV_CAP_MAX; cap++)
 		if (!(keep >> cap & 1) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) &&
 		    errno != EINVAL && errno != EPERM)
-			die("cannot drop capability %d from the bounding set: "
-			    "%s", cap, strerror(errno));
+			return -errno;
+	*what = "cannot clear the ambient capabilities";
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) &&
 	    errno != EINVAL)
-		die("cannot clear the ambient capabilities: %s",
-		    strerror(errno));
+		return -errno;
+	return 0;
+}
+
+int priv_task_drop(uid_t uid, gid_t gid, uint64_t keep, const char **what)
+{
+	int rc;
+
+	if ((rc = bounding_clear(keep, what)))
+		return rc;
+	*what = "PR_SET_KEEPCAPS";
+	if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+		return -errno;
+	*what = "cannot change user";
+	if ((rc = priv_switch_ids(uid, gid)))
+		return rc;
+	*what = "cannot clear capabilities";
+	if (caps_set(keep))
+		return -errno;
+	*what = "prctl";
+	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
 }
 
 /* drop_check() - the drop holds: ids, groups, capabilities, no way back. */
@@ -331,22 +375,19 @@ void priv_drop(struct ctx *c)
 {
 	const struct priv *p = &c->priv;
 	uint64_t keep = p->keep_bind ? 1ULL << CAP_NET_BIND_SERVICE : 0;
+	const char *what;
 	int rc;
 
 	if (!p->drop)
 		return;
 	icmp_keep_for(c, p->gid);	/* before: the group decides */
-	bounding_clear(keep);
-	if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
-		die("PR_SET_KEEPCAPS: %s", strerror(errno));
-	if ((rc = priv_switch_ids(p->uid, p->gid)))
-		die("--runas: cannot change to %u:%u: %s",
-		    (unsigned int)p->uid, (unsigned int)p->gid, strerror(-rc));
-	if (caps_set(keep))
-		die("cannot clear capabilities: %s", strerror(errno));
-	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		die("prctl: %s", strerror(errno));
+	if (p->ns_agent && (rc = ns_agent_start(c, p->uid, p->gid, keep)))
+		die("cannot start the namespace helper as %u:%u: %s",
+		    (unsigned int)p->uid, (unsigned int)p->gid,
+		    strerror(-rc));
+	if ((rc = priv_task_drop(p->uid, p->gid, keep, &what)))
+		die("privilege drop to %u:%u: %s: %s", (unsigned int)p->uid,
+		    (unsigned int)p->gid, what, strerror(-rc));
 	drop_check(p, keep);
 	if (c->conf.mode == MODE_NS && (rc = ns_call(c, noop_job, NULL)))
 		die("as %u:%u ferry cannot enter the guest's namespaces: %s",

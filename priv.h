@@ -12,6 +12,9 @@
 struct priv {
 	bool drop;		/* change to uid:gid after start-up */
 	bool keep_bind;		/* keep CAP_NET_BIND_SERVICE (-t/-u auto) */
+	bool ns_agent;		/* ns mode: the guest's namespace is in our
+				 * own user namespace (root made it): a
+				 * resident helper enters it (ns_agent_start()) */
 	uid_t uid;
 	gid_t gid;
 };
@@ -29,8 +32,9 @@ void priv_plan(struct ctx *c);
 /* priv_ns_check() - ns mode, once the namespaces are open and before
  * detaching: can the new user still enter the guest's namespaces
  * (ns_call())? Picks the user namespace to enter for a joined network
- * namespace; if none can be entered: with --runas, one line and exit 1,
- * without it a warning and root is kept. */
+ * namespace, or for one in ferry's own user namespace plans the resident
+ * helper (ns_agent_start()); if none can be entered: with --runas, one
+ * line and exit 1, without it a warning and root is kept. */
 void priv_ns_check(struct ctx *c);
 
 /* priv_drop() - after every privileged open (listeners, tap, sockets,
@@ -38,6 +42,12 @@ void priv_ns_check(struct ctx *c);
  * it (see priv.c). Dies if any step fails: never runs half-dropped. */
 void priv_drop(struct ctx *c);
 
+/* priv_task_drop() - the calling task gives up root for uid:gid: the
+ * bounding set but keep and the ambient set cleared, no groups, all
+ * ids, capabilities keep only (permitted, effective), no_new_privs.
+ * Returns 0 or -errno with the failed step in *what. Also for ns.c's
+ * resident helper, which must not die() (it shares ferry's memory). */
+int priv_task_drop(uid_t uid, gid_t gid, uint64_t keep, const char **what);
 /* priv_switch_ids() - setgroups(none) + setresgid + setresuid, all three
  * ids each. Returns 0 or -errno. Also for ns.c's command child. */
 int priv_switch_ids(uid_t uid, gid_t gid);

@@ -556,31 +556,75 @@ def test_root_runas_0_keeps_root(root_dir):
         f.stop()
 
 
-def test_root_joined_netns_runas_refused(root_dir):
-    """A network namespace the real root made ("ip netns add") cannot be
-    entered by another user: --runas naming one fails at start-up with
-    one line; without --runas ferry warns and keeps root."""
+def helper_of(pid):
+    """The pids of pid's children (ferry's resident namespace helper)."""
+    kids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if status(d.name)["PPid"] == [str(pid)]:
+                    kids.append(int(d.name))
+            except (FileNotFoundError, KeyError):
+                pass
+    return kids
+
+
+def test_root_joined_root_netns_drops_with_helper(root_dir):
+    """A network namespace the real root made ("ip netns add") belongs to
+    ferry's own user namespace: nobody could not enter it after the drop,
+    so a helper task enters it as root first, then gives up root itself,
+    and runs ferry's work inside from then on. ferry and the helper run
+    as nobody (the helper in the namespace), and a host loopback client
+    of a -t port is spliced into the namespace after the drop (its socket
+    there comes from the helper); --runas naming a user works too."""
+    uid, gid = nobody_ids()
     ns = f"ferry-priv-{os.getpid()}"
     run(["ip", "netns", "add", ns])
+    log = root_dir / "ferry.log"
+    gsrv = p = None
     try:
-        r = run([FERRY, "ns", "-f", "--netns", ns, "--runas", "12345"],
-                check=False, timeout=30)
-        assert r.returncode == 1, r.stdout + r.stderr
-        err = [ln for ln in r.stderr.splitlines() if "--runas" in ln]
-        assert len(err) == 1 and "could not enter" in err[0], r.stderr
-        log = root_dir / "ferry.log"
+        listening = root_dir / "listening"
+        gsrv = subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c",
+                                 "ip link set lo up && exec python3 -c \"$0\" "
+                                 "\"$1\"", GUEST_SERVER, str(listening)],
+                                stdin=subprocess.DEVNULL)
+        wait_for(listening.exists, 20, "the server in the namespace")
         with open(log, "w") as lf:
-            p = subprocess.Popen([FERRY, "ns", "-f", "--netns", ns],
+            p = subprocess.Popen([FERRY, "ns", "-f", "--netns", ns, "-t",
+                                  f"{FWD_PORT}:80", "-u", "none",
+                                  "--host-lo-to-ns-lo"],
                                  stdout=lf, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL)
-        try:
-            wait_for(lambda: "staying root" in log.read_text(), 20,
-                     "the warning")
-            assert status(p.pid)["Uid"] == ["0"] * 4
-        finally:
-            p.terminate()
-            p.wait(timeout=20)
+        wait_for(lambda: "running as" in log.read_text() or
+                 p.poll() is not None, 20, "the drop")
+        assert "staying root" not in log.read_text(), log.read_text()
+        dropped(status(p.pid), uid, gid)
+        kids = helper_of(p.pid)
+        assert len(kids) == 1, (kids, log.read_text())
+        dropped(status(kids[0]), uid, gid)
+        assert os.stat(f"/proc/{kids[0]}/ns/net").st_ino == \
+            os.stat(f"/run/netns/{ns}").st_ino
+        for _ in range(3):	# more than one socket from the helper
+            line = read_line("127.0.0.1", FWD_PORT)
+            assert line == "guest says hello to 127.0.0.1", line
+        p.terminate()
+        p.wait(timeout=20)
+        wait_for(lambda: not Path(f"/proc/{kids[0]}").exists() or
+                 status(kids[0])["State"][0] == "Z", 10, "the helper to end")
+        with open(log, "w") as lf:
+            p = subprocess.Popen([FERRY, "ns", "-f", "--netns", ns,
+                                  "-t", "none", "-u", "none",
+                                  "--runas", "12345:12346"],
+                                 stdout=lf, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL)
+        wait_for(lambda: "running as 12345:12346" in log.read_text() or
+                 p.poll() is not None, 20, "the drop")
+        dropped(status(p.pid), 12345, 12346)
     finally:
+        for proc in (p, gsrv):
+            if proc and proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=20)
         run(["ip", "netns", "del", ns], check=False)
 
 
