@@ -198,6 +198,7 @@ struct ns_agent {
 	uid_t uid;			/* the helper's own drop */
 	gid_t gid;
 	uint64_t keep;
+	pid_t parent;			/* ferry */
 	pid_t pid;
 	int pidfd;
 };
@@ -219,10 +220,12 @@ static int agent_fn(void *arg)
 	const char *what;
 	uint64_t n;
 
-	/* PR_SET_PDEATHSIG after the drop: a change of ids clears it. */
+	/* PR_SET_PDEATHSIG after the drop: a change of ids clears it. Had
+	 * ferry died before it, no signal would come: then the parent is
+	 * no longer ferry, and the helper ends here. */
 	if (setns(a->netns_fd, CLONE_NEWNET) ||
 	    (a->rc = priv_task_drop(a->uid, a->gid, a->keep, &what)) ||
-	    prctl(PR_SET_PDEATHSIG, SIGKILL)) {
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != a->parent) {
 		if (!a->rc)
 			a->rc = -errno;
 		agent_signal(a->done);
@@ -275,7 +278,8 @@ int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep)
 	if (a == MAP_FAILED || stack == MAP_FAILED)
 		return -ENOMEM;
 	*a = (struct ns_agent){ .netns_fd = c->ns_net_fd, .uid = uid,
-				.gid = gid, .keep = keep, .pidfd = -1 };
+				.gid = gid, .keep = keep, .pidfd = -1,
+				.parent = getpid() };
 	a->go = eventfd(0, EFD_CLOEXEC);
 	a->done = eventfd(0, EFD_CLOEXEC);
 	if (a->go < 0 || a->done < 0)
