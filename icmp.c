@@ -18,9 +18,14 @@
  * socket reports, with the checksum filled by tap_send_ip4/ip6(); one
  * larger than the guest's MTU is dropped (ICMP_TOO_BIG), as UDP does.
  *
- * Bounds: at most ICMP_FLOWS_MAX echo flows; a new flow beyond that
- * evicts the one idle longest (counted). Flows idle for ICMP_TIMEOUT_MS
- * are closed by icmp_timer(), which walks only FLOW_PING flows.
+ * Bounds: each echo flow holds a socket, so their number is capped
+ * within the fd limit: UDP's flows and these share half of it
+ * (fd_budget(); TCP has the other half), echo flows an eighth of that
+ * half, at most ICMP_FLOWS_MAX (icmp_flow_cap()). A new flow beyond the
+ * cap evicts the one idle longest (counted), so pinging many ids costs
+ * old echo flows, never descriptors TCP or UDP count on. Flows idle for
+ * ICMP_TIMEOUT_MS are closed by icmp_timer(), which walks only FLOW_PING
+ * flows.
  *
  * When ping sockets cannot be opened (sysctl excludes our group, or IPv6
  * is absent) icmp_init() says so once and echo requests of that family
@@ -29,8 +34,8 @@
  * Started as root, ferry gives up root (priv.c) for a group the sysctl
  * may leave out although root's is in (the test sandbox's "0 0"). The
  * kernel checks the group only when a ping socket is created, so
- * icmp_keep_for() opens a pool of ICMP_POOL_MAX per family before the
- * drop, and flows then borrow one: on release it is disconnected (which
+ * icmp_keep_for() opens a pool of ICMP_POOL_MAX per family (fewer under a
+ * low fd limit: half the echo flows' cap each) before the drop, and flows then borrow one: on release it is disconnected (which
  * unhashes its id: no more replies reach it) and drained, and the next
  * connect() gives it a new id. More flows of a family than the pool holds
  * evict the one idle longest. A raw ICMP socket opened as root would
@@ -110,11 +115,17 @@ static bool probe(int af, int *why)
 	return true;
 }
 
+uint32_t icmp_flow_cap(uint32_t budget)
+{
+	return MIN(MAX(budget / 8, 1u), ICMP_FLOWS_MAX);
+}
+
 void icmp_init(struct ctx *c)
 {
 	struct icmp_state *st = &c->icmp;
 	int e4 = 0, e6 = 0;
 
+	st->max_flows = icmp_flow_cap(fd_budget(fd_limit()));
 	st->ping4_ok = st->ping6_ok = false;
 	if (c->conf.no_icmp) {
 		debug("ICMP echo forwarding disabled (--no-icmp)");
@@ -264,14 +275,16 @@ bool icmp_group_allowed(const char *path, uint32_t gid)
 }
 
 /* pool_fill() - open family v6's pool: sockets set up as ping_open()
- * would (error queue, -o / --outbound-if bound once here). Returns how
- * many it opened. */
+ * would (error queue, -o / --outbound-if bound once here), as many as
+ * half the echo flows' cap allows (they are those flows' descriptors),
+ * at most ICMP_POOL_MAX. Returns how many it opened. */
 static unsigned int pool_fill(struct ctx *c, bool v6)
 {
+	unsigned int want = MIN(MAX(c->icmp.max_flows / 2, 1u), ICMP_POOL_MAX);
 	struct icmp_pool *pl = pool_of(c, v6);
 	int s;
 
-	while (pl->free < ICMP_POOL_MAX) {
+	while (pl->free < want) {
 		s = ping_socket(v6 ? AF_INET6 : AF_INET);
 		if (s < 0)
 			break;
@@ -334,7 +347,7 @@ static struct flow *ping_open(struct ctx *c, const struct flow_key *k,
 	socklen_t sl;
 	int s;
 
-	if (c->flows.count[FLOW_PING] >= ICMP_FLOWS_MAX)
+	if (c->flows.count[FLOW_PING] >= c->icmp.max_flows)
 		ping_evict_oldest(c, false, v6);
 	if (pool_of(c, v6)->on && !pool_of(c, v6)->free)
 		ping_evict_oldest(c, true, v6);

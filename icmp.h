@@ -9,7 +9,8 @@
 struct ctx;
 struct pkt;
 
-#define ICMP_FLOWS_MAX		1024	/* echo flows at once (then evict) */
+/* Echo flows at once (then evict), less under a low fd limit. */
+#define ICMP_FLOWS_MAX		1024
 #define ICMP_TIMEOUT_MS		60000	/* flow idle lifetime */
 #define ICMP_RX_BURST		32	/* replies read per socket event */
 #define ICMP_RX_BUF		65536	/* largest ICMP message + slack */
@@ -25,6 +26,7 @@ struct icmp_pool {
 
 struct icmp_state {
 	bool ping4_ok, ping6_ok;	/* unprivileged ping sockets usable */
+	uint32_t max_flows;		/* icmp_flow_cap() of the fd limit */
 	uint8_t *rxbuf;			/* ICMP_RX_BUF bytes, from icmp_init() */
 	struct icmp_pool pool[2];	/* [0] IPv4, [1] IPv6 */
 	uint64_t requests;		/* echo requests sent to the host */
@@ -47,6 +49,10 @@ bool icmp_group_allowed(const char *path, uint32_t gid);
  * ICMP_POOL_MAX of them now; echo flows then reuse these, evicting the
  * family's flow idle longest when none is free. Says so once. */
 void icmp_keep_for(struct ctx *c, uint32_t gid);
+/* icmp_flow_cap() - echo flows allowed out of budget, the fd_budget()
+ * UDP flows and echo flows share: an eighth of it (at least 1), at most
+ * ICMP_FLOWS_MAX. */
+uint32_t icmp_flow_cap(uint32_t budget);
 /* icmp_input() - ICMP/ICMPv6 from the guest that is not NDP. */
 enum drop_reason icmp_input(struct ctx *c, const struct pkt *p);
 /* icmp_sock_handler() - reply readable on ping socket of flow idx. */

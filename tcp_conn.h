@@ -218,9 +218,9 @@ void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
 /* File descriptors a spliced connection holds: two sockets, two pipes. */
 #define TCP_SPLICE_FDS		6
 
-/* tcp_fd_budget() - TCP's share of an fd limit of nofile: half, less 64
- * (UDP caps its flows the same way), the rest left to listeners, ICMP,
- * the link and the files; half of nofile when that is small. */
+/* tcp_fd_budget() - TCP's share of an fd limit of nofile: fd_budget(),
+ * half less 64 (UDP and ICMP echo flows share the other half), the rest
+ * left to listeners, the link and the files. */
 uint32_t tcp_fd_budget(uint32_t nofile);
 /* tcp_fd_room() - may TCP take n more descriptors? Counts one per
  * FLOW_TCP flow and TCP_SPLICE_FDS per spliced one against

@@ -431,7 +431,7 @@ void tcp_fwd_init(struct ctx *c)
 
 uint32_t tcp_fd_budget(uint32_t nofile)
 {
-	return nofile / 2 > 128 ? nofile / 2 - 64 : nofile / 2;
+	return fd_budget(nofile);
 }
 
 bool tcp_fd_room(const struct ctx *c, unsigned int n)

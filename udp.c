@@ -48,8 +48,9 @@
  * Limits. Flows expire after UDP_TIMEOUT_MS without traffic, or
  * UDP_TIMEOUT_REPLIED_MS once the host side has answered (like conntrack's
  * unreplied/assured UDP timeouts). Their number is capped (default
- * UDP_MAX_FLOWS_DEFAULT, and at most half of the fd limit less 64, since
- * each outbound flow holds a socket; fd_limit() raises the soft
+ * UDP_MAX_FLOWS_DEFAULT, and within half of the fd limit less 64, since
+ * each outbound flow holds a socket: fd_budget(), shared with ICMP echo
+ * flows, which take icmp_flow_cap() of it; fd_limit() raises the soft
  * RLIMIT_NOFILE to the hard one, as for TCP's budget): a new flow beyond
  * the cap evicts the least recently active flow (an LRU list through the
  * flows) and counts the eviction, so a flood of destinations costs old
@@ -961,10 +962,10 @@ static void udp_limits(struct ctx *c)
 {
 	uint32_t cap = test_env_u32("FERRY_TEST_UDP_MAX_FLOWS",
 			       UDP_MAX_FLOWS_DEFAULT);
-	uint32_t lim = fd_limit();	/* the hard limit: flows cost fds */
+	uint32_t half = fd_budget(fd_limit());	/* flows cost fds */
+	uint32_t room = half - MIN(icmp_flow_cap(half), half - 1);
 
-	if (lim / 2 < (uint64_t)cap + 64)	/* half, as TCP's budget */
-		cap = lim / 2 > 128 ? lim / 2 - 64 : MAX(lim / 2, 1u);
+	cap = MIN(cap, room);	/* echo flows take the rest of the half */
 	c->udp.max_flows = MIN(cap, FLOW_MAX);
 	c->udp.timeout_ms = test_env_u32("FERRY_TEST_UDP_TIMEOUT_MS", UDP_TIMEOUT_MS);
 	c->udp.timeout_replied_ms = test_env_u32("FERRY_TEST_UDP_TIMEOUT_REPLIED_MS",

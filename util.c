@@ -89,6 +89,12 @@ uint32_t fd_limit(void)
 	return rl.rlim_cur >= UINT32_MAX ? UINT32_MAX : (uint32_t)rl.rlim_cur;
 }
 
+/* fd_budget() - half of nofile, less the reserve (see util.h). */
+uint32_t fd_budget(uint32_t nofile)
+{
+	return nofile / 2 > 128 ? nofile / 2 - 64 : MAX(nofile / 2, 1u);
+}
+
 /* sock_bind_dev() - SO_BINDTODEVICE if ifname names one (see util.h). */
 int sock_bind_dev(int s, const char *ifname)
 {

@@ -105,6 +105,13 @@ void *alloc_startup(size_t size);
  * first (descriptors are what flows cost); UINT32_MAX if unlimited. */
 uint32_t fd_limit(void);
 
+/* fd_budget() - the descriptors one half of ferry's flows may hold under
+ * an fd limit of nofile: half of it, less 64 once that half exceeds 128
+ * (listeners, the tap, epoll, timers: the rest), at least 1. TCP has one
+ * half (tcp_fd_budget()); UDP flows and ICMP echo flows, each a socket,
+ * share the other (udp_limits(), icmp_flow_cap()). */
+uint32_t fd_budget(uint32_t nofile);
+
 /* sock_bind_dev() - bind socket s to interface ifname (SO_BINDTODEVICE:
  * --outbound-if4/6, a forward's %IF); nothing for NULL or "". Returns 0
  * or -errno. */

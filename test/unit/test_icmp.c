@@ -467,7 +467,7 @@ static void eviction_body(bool *ok)
 {
 	struct rlimit rl;
 	struct ctx *c;
-	unsigned int i;
+	unsigned int i, n;
 
 	/* Each flow holds a socket: make room for them. */
 	CHECK(!getrlimit(RLIMIT_NOFILE, &rl));
@@ -476,17 +476,19 @@ static void eviction_body(bool *ok)
 		CHECK(!setrlimit(RLIMIT_NOFILE, &rl));
 	}
 	c = ctx_live();
-	for (i = 0; i < ICMP_FLOWS_MAX; i++) {
+	n = c->icmp.max_flows;		/* within the fd limit */
+	CHECK(n >= 3 && n <= ICMP_FLOWS_MAX);
+	for (i = 0; i < n; i++) {
 		send4(c, GW4, 8, (uint16_t)i, 1, 0);
 		test_advance(c, 1);	/* 1 ms apart */
 	}
-	CHECK_EQ(c->flows.count[FLOW_PING], ICMP_FLOWS_MAX);
+	CHECK_EQ(c->flows.count[FLOW_PING], n);
 	CHECK_EQ(c->icmp.evicted, 0);
 	/* Refresh flow 0: flow 1 is now the one idle longest. */
 	c->now.tv_sec++;
 	send4(c, GW4, 8, 0, 2, 0);
 	send4(c, GW4, 8, 60000, 1, 0);
-	CHECK_EQ(c->flows.count[FLOW_PING], ICMP_FLOWS_MAX);
+	CHECK_EQ(c->flows.count[FLOW_PING], n);
 	CHECK_EQ(c->icmp.evicted, 1);
 	CHECK(has_flow4(c, 0) && !has_flow4(c, 1) && has_flow4(c, 2));
 	CHECK(has_flow4(c, 60000));
@@ -495,7 +497,7 @@ static void eviction_body(bool *ok)
 	send4(c, GW4, 8, 1, 2, 0);
 	CHECK_EQ(c->icmp.evicted, 2);
 	CHECK(has_flow4(c, 1) && !has_flow4(c, 2));
-	CHECK_EQ(c->flows.count[FLOW_PING], ICMP_FLOWS_MAX);
+	CHECK_EQ(c->flows.count[FLOW_PING], n);
 	ctx_live_free(c);
 	*ok = true;
 }
@@ -503,6 +505,43 @@ static void eviction_body(bool *ok)
 TEST(icmp_flow_limit_evicts_oldest_netns)
 {
 	CHECK(in_netns(eviction_body));
+}
+
+/* Under a low fd limit a guest pinging many ids took a socket per id up
+ * to ICMP_FLOWS_MAX (1024), beyond the half of the limit UDP and ICMP
+ * share (TCP has the other): at ulimit -n 64, 40 ids held 40 sockets
+ * besides UDP's 32 flows. Echo flows now stay within their share, and so
+ * do the sockets kept for them before giving up root (the pool). */
+static void low_fd_limit_body(bool *ok)
+{
+	static const rlim_t lim = 64;
+	struct rlimit rl = { lim, lim };
+	struct ctx *c;
+	unsigned int i;
+
+	CHECK(!setrlimit(RLIMIT_NOFILE, &rl));
+	c = ctx_live();
+	udp_init(c);
+	CHECK(c->icmp.ping4_ok && c->udp.max_flows >= 1);
+	icmp_keep_for(c, 65534);	/* "0 0" here: 65534 is out */
+	CHECK(c->icmp.pool[0].on && c->icmp.pool[1].on);
+	CHECK(c->icmp.pool[0].free + c->icmp.pool[1].free <=
+	      c->icmp.max_flows);
+	for (i = 0; i < 40; i++)
+		send4(c, GW4, 8, (uint16_t)(100 + i), 1, 0);
+	CHECK(c->flows.count[FLOW_PING] >= 1);
+	CHECK(c->flows.count[FLOW_PING] + c->udp.max_flows <= lim / 2);
+	CHECK(c->icmp.evicted >= 40 - c->flows.count[FLOW_PING]);
+	CHECK(has_flow4(c, 139));		/* the newest has its flow */
+	CHECK_EQ(c->stats.drops[DROP_SOCKET_ERROR], 0);
+	udp_close_all(c);
+	ctx_live_free(c);
+	*ok = true;
+}
+
+TEST(icmp_flows_within_low_fd_limit_netns)
+{
+	CHECK(in_netns(low_fd_limit_body));
 }
 
 static void probe_fails_body(bool *ok)
