@@ -91,20 +91,35 @@ static void inany_loopback(union inany *a, bool v6)
 		inany_from4(a, lo);
 }
 
+/* in_guest_key() - the guest-side key of the inbound flow of client
+ * peer:pport of -u port port: the guest's address and target port, the
+ * client as the guest sees it. False if the guest's address is not
+ * known. One client has one such flow whatever local address it used:
+ * a second local address finds this key taken (udp_flow_in()). */
+static bool in_guest_key(const struct ctx *c, uint16_t port,
+			 const union inany *peer, uint16_t pport,
+			 struct flow_key *gk)
+{
+	union inany gaddr, seen = nat_inbound_fwd(c, peer, pport);
+
+	if (!nat_guest_addr(c, &seen, &gaddr))
+		return false;
+	flow_key_make(gk, IPPROTO_UDP, &gaddr,
+		      fwd_target(&c->conf.udp_in, port), &seen, pport);
+	return true;
+}
+
 /* udp_flow_in() - a new inbound flow: client peer:pport sent to
  * local:port on the forwarded-port socket fd. NULL if impossible. */
 static struct flow *udp_flow_in(struct ctx *c, int fd, uint16_t port,
 				const struct flow_key *hk)
 {
-	union inany gaddr, seen = nat_inbound_fwd(c, &hk->a, hk->pa);
 	struct flow_key gk;
 	struct udp_flow *u;
 	struct flow *fl;
 
-	if (!nat_guest_addr(c, &seen, &gaddr))
+	if (!in_guest_key(c, port, &hk->a, hk->pa, &gk))
 		return NULL;
-	flow_key_make(&gk, IPPROTO_UDP, &gaddr,
-		      fwd_target(&c->conf.udp_in, port), &seen, hk->pa);
 	if (flow_lookup(&c->flows, FLOW_SIDE_GUEST, &gk))
 		return NULL;		/* the guest's own flow has it */
 	fl = udp_flow_alloc(c);
@@ -462,27 +477,21 @@ static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
 	return full;
 }
 
-/* client_flow() - the guest flow of the client of forwarded-port socket
- * fd that error e's failed datagram went to; NULL if none (or the
- * loopback path's). A scan over the UDP flows: errors are rare and
- * rate-limited by the kernel, and the error does not say which local
- * address the client had used (part of the host-side key). */
-static struct flow *client_flow(struct ctx *c, int fd,
-				const struct icmp_err *e)
+struct flow *udp_client_flow(struct ctx *c, int fd, uint16_t port,
+			     const struct icmp_err *e)
 {
+	struct flow_key gk;
 	struct flow *fl;
+	struct udp_flow *u;
 
-	if (!e->has_dst)
+	if (!e->has_dst || !in_guest_key(c, port, &e->dst, e->dst_port, &gk) ||
+	    !(fl = flow_lookup(&c->flows, FLOW_SIDE_GUEST, &gk)))
 		return NULL;
-	for (fl = flow_first(&c->flows, FLOW_UDP); fl;
-	     fl = flow_next(&c->flows, fl)) {
-		const struct udp_flow *u = UDP_FLOW(fl);
-
-		if (u->shared && !u->splice && u->sock == fd &&
-		    u->peer_port == e->dst_port && inany_eq(&u->peer, &e->dst))
-			return fl;
-	}
-	return NULL;
+	u = UDP_FLOW(fl);
+	if (!u->shared || u->splice || u->sock != fd ||
+	    u->peer_port != e->dst_port || !inany_eq(&u->peer, &e->dst))
+		return NULL;	/* the guest's own flow, another port's */
+	return fl;
 }
 
 void udp_listen_handler(struct ctx *c, union eref ref, uint32_t events)
@@ -501,8 +510,8 @@ void udp_listen_handler(struct ctx *c, union eref ref, uint32_t events)
 		if (icmp_err_read((int)ref.idx, &e, c->udp.scratch,
 				  UDP_SCRATCH_SIZE) <= 0)
 			break;
-		fl = ref.side & LREF_NS ? NULL : client_flow(c, (int)ref.idx,
-							       &e);
+		fl = ref.side & LREF_NS ? NULL
+			 : udp_client_flow(c, (int)ref.idx, ref.aux, &e);
 		if (fl)
 			udp_err_to_guest(c, fl, &e);
 	}

@@ -104,6 +104,15 @@ void udp_err_to_guest(struct ctx *c, struct flow *fl,
 void udp_listen_handler(struct ctx *c, union eref ref, uint32_t events);
 /* udp_splice_handler() - event on a loopback-path flow's own socket. */
 void udp_splice_handler(struct ctx *c, struct flow *fl, uint32_t events);
+/* udp_client_flow() - the guest flow of the client of -u port port
+ * (socket fd) that error e's failed datagram went to, NULL if none (or
+ * the loopback path's): a lookup by the guest-side key, which the
+ * client's address and port give (the host-side key would need the
+ * local address the client used, which the error does not tell), so a
+ * peer forging errors costs one hash lookup each, whatever the number
+ * of flows. */
+struct flow *udp_client_flow(struct ctx *c, int fd, uint16_t port,
+			     const struct icmp_err *e);
 /* udp_fwd_timer() - auto forwarding: rescan when due; returns the ms
  * until the next scan (INT64_MAX: none). */
 int64_t udp_fwd_timer(struct ctx *c);
