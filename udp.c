@@ -52,9 +52,13 @@
  * each outbound flow holds a socket: fd_budget(), shared with ICMP echo
  * flows, which take icmp_flow_cap() of it; fd_limit() raises the soft
  * RLIMIT_NOFILE to the hard one, as for TCP's budget): a new flow beyond
- * the cap evicts the least recently active flow (an LRU list through the
+ * the cap evicts the least recently active flow (LRU lists through the
  * flows) and counts the eviction, so a flood of destinations costs old
- * flows, never file descriptors beyond the limit.
+ * flows, never file descriptors beyond the limit. Flows of forwarded-port
+ * clients (-u: remote senders choose their source ports, even spoof
+ * them) have their own LRU list and at most half the cap: a new one
+ * beyond that evicts the client idle longest (counted apart), never the
+ * guest's own flows (its DNS, QUIC), which keep the other half at least.
  *
  * ICMP errors. Flow sockets set IP_RECVERR / IPV6_RECVERR; queued errors
  * (EPOLLERR) become ICMP/ICMPv6 errors to the guest about the datagram it
@@ -118,7 +122,7 @@ static size_t frame_hdrlen(bool v6)
 
 /* --- LRU list of flows ----------------------------------------------- */
 
-/* lru_unlink() - take flow fl out of the LRU list. */
+/* lru_unlink() - take flow fl out of its LRU list. */
 static void lru_unlink(struct ctx *c, struct flow *fl)
 {
 	struct udp_flow *u = UDP_FLOW(fl);
@@ -127,34 +131,36 @@ static void lru_unlink(struct ctx *c, struct flow *fl)
 	if (u->lru_prev != FLOW_NONE)
 		UDP_FLOW(&ft->slots[u->lru_prev])->lru_next = u->lru_next;
 	else
-		c->udp.lru_head = u->lru_next;
+		c->udp.lru_head[u->inbound] = u->lru_next;
 	if (u->lru_next != FLOW_NONE)
 		UDP_FLOW(&ft->slots[u->lru_next])->lru_prev = u->lru_prev;
 	else
-		c->udp.lru_tail = u->lru_prev;
+		c->udp.lru_tail[u->inbound] = u->lru_prev;
 	u->lru_prev = u->lru_next = FLOW_NONE;
 }
 
-/* lru_append() - put flow fl at the tail (most recently active). */
+/* lru_append() - put flow fl at the tail (most recently active) of its
+ * list. */
 static void lru_append(struct ctx *c, struct flow *fl)
 {
 	struct udp_flow *u = UDP_FLOW(fl);
 	uint32_t idx = flow_idx(&c->flows, fl);
+	uint32_t *tail = &c->udp.lru_tail[u->inbound];
 
-	u->lru_prev = c->udp.lru_tail;
+	u->lru_prev = *tail;
 	u->lru_next = FLOW_NONE;
-	if (c->udp.lru_tail != FLOW_NONE)
-		UDP_FLOW(&c->flows.slots[c->udp.lru_tail])->lru_next = idx;
+	if (*tail != FLOW_NONE)
+		UDP_FLOW(&c->flows.slots[*tail])->lru_next = idx;
 	else
-		c->udp.lru_head = idx;
-	c->udp.lru_tail = idx;
+		c->udp.lru_head[u->inbound] = idx;
+	*tail = idx;
 }
 
 /* udp_flow_touch() - traffic on fl: now the most recently active flow. */
 void udp_flow_touch(struct ctx *c, struct flow *fl)
 {
 	UDP_FLOW(fl)->last_ms = udp_now_ms(c);
-	if (c->udp.lru_tail != flow_idx(&c->flows, fl)) {
+	if (c->udp.lru_tail[UDP_FLOW(fl)->inbound] != flow_idx(&c->flows, fl)) {
 		lru_unlink(c, fl);
 		lru_append(c, fl);
 	}
@@ -190,14 +196,20 @@ void udp_flow_free(struct ctx *c, struct flow *fl)
 		close(u->sock);
 	}
 	lru_unlink(c, fl);
+	c->udp.inbound -= u->inbound;
 	flow_free(&c->flows, fl);
 }
 
-/* udp_evict() - free the least recently active flow; false if none. */
-static bool udp_evict(struct ctx *c)
+/* udp_evict() - free the least recently active flow, of forwarded-port
+ * clients only if inbound_only; false if none. */
+static bool udp_evict(struct ctx *c, bool inbound_only)
 {
-	struct flow *fl = flow_at(&c->flows, c->udp.lru_head);
+	struct flow *g = flow_at(&c->flows, c->udp.lru_head[0]);
+	struct flow *fl = flow_at(&c->flows, c->udp.lru_head[1]);
 
+	if (!inbound_only && g &&
+	    (!fl || UDP_FLOW(g)->last_ms <= UDP_FLOW(fl)->last_ms))
+		fl = g;		/* the heads are each list's oldest */
 	if (!fl)
 		return false;
 	c->udp.flows_evicted++;
@@ -211,16 +223,24 @@ static bool udp_evict(struct ctx *c)
 }
 
 /* udp_flow_alloc() - a fresh flow, evicting the least recently active one
- * when the UDP limit or the whole table is full; NULL if impossible. */
-struct flow *udp_flow_alloc(struct ctx *c)
+ * when the UDP limit or the whole table is full, or for an inbound flow
+ * the least recently active inbound one when they hold half the limit;
+ * NULL if impossible. */
+struct flow *udp_flow_alloc(struct ctx *c, bool inbound)
 {
 	struct flow *fl;
 	struct udp_flow *u;
 
-	if (c->flows.count[FLOW_UDP] >= c->udp.max_flows && !udp_evict(c))
+	if (inbound && c->udp.inbound >= MAX(c->udp.max_flows / 2, 1u)) {
+		if (!udp_evict(c, true))
+			return NULL;
+		c->udp.inbound_evicted++;
+	} else if (c->flows.count[FLOW_UDP] >= c->udp.max_flows &&
+		   !udp_evict(c, false)) {
 		return NULL;
+	}
 	fl = flow_alloc(&c->flows, FLOW_UDP);
-	if (!fl && udp_evict(c))
+	if (!fl && udp_evict(c, false))
 		fl = flow_alloc(&c->flows, FLOW_UDP);
 	if (!fl)
 		return NULL;
@@ -229,6 +249,8 @@ struct flow *udp_flow_alloc(struct ctx *c)
 	u->pend_head = u->pend_tail = FLOW_NONE;
 	u->lru_prev = u->lru_next = FLOW_NONE;
 	u->last_ms = udp_now_ms(c);
+	u->inbound = inbound;
+	c->udp.inbound += inbound;
 	lru_append(c, fl);
 	c->udp.flows_created++;
 	timer_request(c, c->udp.timeout_ms);
@@ -319,7 +341,7 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 	if (!nat_outbound_l4(c, &dst, k->pb))
 		return p->is_v6 ? DROP_IP6_DST : DROP_IP4_DST;
 	out_bind_addr(c, p->is_v6, &local);
-	fl = udp_flow_alloc(c);
+	fl = udp_flow_alloc(c, false);
 	if (!fl)
 		return DROP_FLOW_TABLE_FULL;
 	u = UDP_FLOW(fl);
@@ -982,7 +1004,8 @@ void udp_init(struct ctx *c)
 	if (p == MAP_FAILED)
 		die("udp: cannot allocate buffers");
 	c->udp.scratch = p;
-	c->udp.lru_head = c->udp.lru_tail = FLOW_NONE;
+	c->udp.lru_head[0] = c->udp.lru_tail[0] = FLOW_NONE;
+	c->udp.lru_head[1] = c->udp.lru_tail[1] = FLOW_NONE;
 	udp_limits(c);
 	c->udp.fwd[0].scan_fd[0] = c->udp.fwd[0].scan_fd[1] = -1;
 	c->udp.fwd[1].scan_fd[0] = c->udp.fwd[1].scan_fd[1] = -1;
@@ -1005,12 +1028,14 @@ void udp_stats_log(const struct ctx *c)
 	if (!c->udp.flows_created)
 		return;
 	info("stats: udp flows %u open, %llu created, %llu expired, "
-	     "%llu evicted, %llu ICMP errors to guest, %llu datagrams on "
+	     "%llu evicted (%llu of them forwarded-port clients at their "
+	     "half), %llu ICMP errors to guest, %llu datagrams on "
 	     "the loopback path",
 	     c->flows.count[FLOW_UDP],
 	     (unsigned long long)c->udp.flows_created,
 	     (unsigned long long)c->udp.flows_expired,
 	     (unsigned long long)c->udp.flows_evicted,
+	     (unsigned long long)c->udp.inbound_evicted,
 	     (unsigned long long)c->udp.icmp_to_guest,
 	     (unsigned long long)c->udp.spliced);
 }

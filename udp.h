@@ -51,7 +51,10 @@ struct udp_state {
 	bool ready;			/* udp_init() ran */
 	uint32_t max_flows;		/* configured, capped by RLIMIT_NOFILE */
 	uint32_t timeout_ms, timeout_replied_ms;
-	uint32_t lru_head, lru_tail;	/* flows, least recently active first */
+	/* Flows, least recently active first: [0] the guest's own, [1]
+	 * those of -u clients (struct udp_flow's inbound). */
+	uint32_t lru_head[2], lru_tail[2];
+	uint32_t inbound;		/* flows on lru_head[1] */
 	uint8_t *scratch;		/* UDP_SCRATCH_SIZE bytes */
 	unsigned int listeners;		/* forwarded-port sockets open */
 
@@ -66,6 +69,7 @@ struct udp_state {
 
 	/* Counters (statistics dump, tests) */
 	uint64_t flows_created, flows_evicted, flows_expired;
+	uint64_t inbound_evicted;	/* -u clients' flows at their half */
 	uint64_t icmp_to_guest, spliced;
 
 	/* Guest datagrams of the current input batch, chained per flow. */

@@ -122,7 +122,7 @@ static struct flow *udp_flow_in(struct ctx *c, int fd, uint16_t port,
 		return NULL;
 	if (flow_lookup(&c->flows, FLOW_SIDE_GUEST, &gk))
 		return NULL;		/* the guest's own flow has it */
-	fl = udp_flow_alloc(c);
+	fl = udp_flow_alloc(c, true);
 	if (!fl)
 		return NULL;
 	u = UDP_FLOW(fl);
@@ -243,7 +243,8 @@ static struct flow *splice_flow_new(struct ctx *c, unsigned int dir, int lfd,
 	socklen_t sl;
 	int fd;
 
-	if (!splice_dst(c, dir, v6, &dst) || !(fl = udp_flow_alloc(c)))
+	if (!splice_dst(c, dir, v6, &dst) ||
+	    !(fl = udp_flow_alloc(c, dir == UDP_FWD_IN)))
 		return NULL;
 	u = UDP_FLOW(fl);
 	memset(&any, 0, sizeof(any));

@@ -23,6 +23,7 @@ struct udp_flow {
 					 * on the far side, lsock the listener */
 	bool no_gso;			/* a UDP_SEGMENT send failed: one
 					 * datagram per message from now on */
+	bool inbound;			/* a -u client's: on lru_head[1] */
 	uint16_t peer_port;
 	union inany peer;		/* host side: destination / client */
 	union inany local;		/* shared: address the client used */
@@ -58,8 +59,9 @@ static inline int64_t udp_now_ms(const struct ctx *c)
 /* --- udp.c ------------------------------------------------------------ */
 
 /* udp_flow_alloc() - a fresh flow (sock -1), evicting the least recently
- * active one at the limit; NULL if impossible. */
-struct flow *udp_flow_alloc(struct ctx *c);
+ * active one at the limit; inbound: a -u client's, within half the limit
+ * (the inbound client idle longest evicted beyond). NULL if impossible. */
+struct flow *udp_flow_alloc(struct ctx *c, bool inbound);
 /* udp_flow_free() - close its own socket (not a shared one), release. */
 void udp_flow_free(struct ctx *c, struct flow *fl);
 /* udp_flow_touch() - traffic on fl: the most recently active flow. */

@@ -564,6 +564,72 @@ TEST(udp_client_flow_keyed)
 	udp_ctx_free(c);
 }
 
+/* Remote clients of a -u port choose their source ports (or spoof them):
+ * each new one took a flow from the one LRU and cap the guest's own
+ * flows share, so a sender spraying ports evicted the guest's DNS and
+ * QUIC flows. Clients' flows now hold at most half the cap and evict
+ * among themselves. */
+TEST(udp_inbound_clients_spare_guest_flows)
+{
+	struct ctx *c = udp_ctx();
+	struct fwd_spec *spec = &c->conf.udp_in;
+	uint16_t port = free_port(), cp[10], own;
+	struct in_addr g4 = { inet_addr(GUEST4) }, gw4 = { inet_addr(GW4) };
+	union inany ga, gwa;
+	struct flow_key k;
+	int cl[10], ofd, i;
+
+	CHECK(port);
+	c->udp.max_flows = 8;
+	spec->mode = FWD_SPEC;
+	spec->binds[0].has_addr4 = true;
+	spec->binds[0].addr4.s_addr = htonl(INADDR_LOOPBACK);
+	spec->nbinds = 1;
+	spec->map[port / 64] |= 1ULL << (port % 64);
+	spec->delta[port] = (uint16_t)(5000 - port);
+	udp_listen_init(c);
+	CHECK_EQ(c->udp.listeners, 1);
+	/* The guest's own flow first: the least recently active one. */
+	CHECK((ofd = host_sock(false, &own)) >= 0);
+	guest_udp(c, false, GUEST4, 40000, GW4, own, "q", 1);
+	CHECK_EQ(c->flows.count[FLOW_UDP], 1);
+	for (i = 0; i < 10; i++) {
+		struct sockaddr_in to = { .sin_family = AF_INET,
+			.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+			.sin_port = htons(port) };
+
+		CHECK((cl[i] = host_sock(false, &cp[i])) >= 0);
+		CHECK(sendto(cl[i], "hi", 2, 0, (struct sockaddr *)&to,
+			     sizeof(to)) == 2);
+		test_advance(c, 1);
+		CHECK_EQ(pump(c, (size_t)i + 1), (size_t)i + 1);
+	}
+	inany_from4(&ga, g4);
+	inany_from4(&gwa, gw4);
+	flow_key_make(&k, IPPROTO_UDP, &ga, 40000, &gwa, own);
+	CHECK(flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) != NULL);
+	CHECK_EQ(c->udp.inbound, 4);
+	CHECK_EQ(c->flows.count[FLOW_UDP], 5);
+	CHECK_EQ(c->udp.inbound_evicted, 6);
+	CHECK_EQ(c->udp.flows_evicted, 6);
+	/* The newest client has its flow, the oldest lost theirs. */
+	flow_key_make(&k, IPPROTO_UDP, &ga, 5000, &gwa, cp[9]);
+	CHECK(flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) != NULL);
+	flow_key_make(&k, IPPROTO_UDP, &ga, 5000, &gwa, cp[0]);
+	CHECK(flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) == NULL);
+	/* The guest's own flows may still fill the cap beyond that half,
+	 * evicting the oldest of all. */
+	for (i = 0; i < 4; i++)
+		guest_udp(c, false, GUEST4, (uint16_t)(40001 + i), GW4, own,
+			  "q", 1);
+	CHECK_EQ(c->flows.count[FLOW_UDP], 8);
+	CHECK_EQ(c->udp.inbound, 4);
+	for (i = 0; i < 10; i++)
+		close(cl[i]);
+	close(ofd);
+	udp_ctx_free(c);
+}
+
 /* tap_tx_reserve_many()/commit_many(): slots filled in place, skipped
  * ones left out, and the committed frames end up contiguous. */
 TEST(udp_tx_many_contiguous)
