@@ -75,6 +75,8 @@
 	X(TCP_FD_BUDGET,	"TCP at its file-descriptor budget")	\
 	X(ICMP_TOO_BIG,		"host ICMP message larger than the guest MTU") \
 	X(TCP_TIME_WAIT,	"TCP segment of a closed connection (TIME-WAIT)") \
+	X(GUEST_ADDR_UNKNOWN,	"guest address not known yet")		\
+	X(UDP_TUPLE_TAKEN,	"-u client's tuple taken by a guest flow") \
 	/* Offloads (virtio-net header of a tap with offloads) */	\
 	X(VNET_SHORT,		"frame shorter than its virtio-net header") \
 	X(VNET_GSO,		"GSO type unknown or not the frame's protocol") \

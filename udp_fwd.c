@@ -110,18 +110,23 @@ static bool in_guest_key(const struct ctx *c, uint16_t port,
 }
 
 /* udp_flow_in() - a new inbound flow: client peer:pport sent to
- * local:port on the forwarded-port socket fd. NULL if impossible. */
+ * local:port on the forwarded-port socket fd. NULL if impossible, *r
+ * saying why. */
 static struct flow *udp_flow_in(struct ctx *c, int fd, uint16_t port,
-				const struct flow_key *hk)
+				const struct flow_key *hk,
+				enum drop_reason *r)
 {
 	struct flow_key gk;
 	struct udp_flow *u;
 	struct flow *fl;
 
+	*r = DROP_GUEST_ADDR_UNKNOWN;
 	if (!in_guest_key(c, port, &hk->a, hk->pa, &gk))
 		return NULL;
+	*r = DROP_UDP_TUPLE_TAKEN;
 	if (flow_lookup(&c->flows, FLOW_SIDE_GUEST, &gk))
 		return NULL;		/* the guest's own flow has it */
+	*r = DROP_FLOW_TABLE_FULL;
 	fl = udp_flow_alloc(c, true);
 	if (!fl)
 		return NULL;
@@ -443,6 +448,7 @@ static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
 
 	n = udp_rxb_recv(c, (int)ref.idx, v6, true, b, &full);
 	for (i = 0; i < n; i++) {
+		enum drop_reason r = DROP_FLOW_TABLE_FULL;
 		struct flow_key hk;
 		union inany peer, local;
 		uint16_t pport;
@@ -458,10 +464,10 @@ static bool udp_listen_recv(struct ctx *c, union eref ref, struct udp_rxb *b)
 			fl = ns && inany_is_loopback(&peer)
 			     ? splice_flow_new(c, UDP_FWD_IN, (int)ref.idx,
 					       &hk, tport)
-			     : udp_flow_in(c, (int)ref.idx, ref.aux, &hk);
+			     : udp_flow_in(c, (int)ref.idx, ref.aux, &hk, &r);
 		}
 		if (!fl)
-			drop(c, DROP_FLOW_TABLE_FULL);
+			drop(c, r);
 		else
 			udp_flow_touch(c, fl);
 		if (fl && UDP_FLOW(fl)->splice)

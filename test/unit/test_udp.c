@@ -79,6 +79,16 @@ static ssize_t host_recv(int fd, void *buf, size_t size, uint16_t *from)
 	return n;
 }
 
+/* pump_once() - deliver the socket events of up to 50 ms. */
+static void pump_once(struct ctx *c)
+{
+	struct epoll_event ev[16];
+	int i, n = epoll_wait(c->epfd, ev, 16, 50);
+
+	for (i = 0; i < n; i++)
+		udp_sock_handler(c, ev[i].data.u64, ev[i].events);
+}
+
 /* pump() - deliver socket events until the guest got want frames or 2 s
  * passed. Returns the number of frames sent to the guest. */
 static size_t pump(struct ctx *c, size_t want)
@@ -87,11 +97,7 @@ static size_t pump(struct ctx *c, size_t want)
 
 	now_mono(&t0);
 	while (test_tx_n(c) < want) {
-		struct epoll_event ev[16];
-		int i, n = epoll_wait(c->epfd, ev, 16, 50);
-
-		for (i = 0; i < n; i++)
-			udp_sock_handler(c, ev[i].data.u64, ev[i].events);
+		pump_once(c);
 		now_mono(&t);
 		if (ts_ms_diff(&t, &t0) > 2000)
 			break;
@@ -552,6 +558,24 @@ TEST(udp_client_flow_keyed)
 	}
 	e = client_err(own);		/* the guest's flow: no client */
 	CHECK(udp_client_flow(c, lfd, port, &e) == NULL);
+	/* A client whose tuple is the guest's own flow's gets none, and
+	 * the drop says so, not "flow table full". */
+	{
+		struct sockaddr_in to = { .sin_family = AF_INET,
+			.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+			.sin_port = htons(port) };
+
+		CHECK(sendto(ofd, "hi", 2, 0, (struct sockaddr *)&to,
+			     sizeof(to)) == 2);
+		test_tx_reset(c);
+		for (i = 0; i < 40 && !c->stats.drops[DROP_UDP_TUPLE_TAKEN];
+		     i++)
+			pump_once(c);		/* up to 2 s */
+		CHECK_EQ(test_tx_n(c), 0);
+		CHECK_EQ(c->stats.drops[DROP_UDP_TUPLE_TAKEN], 1);
+		CHECK_EQ(c->stats.drops[DROP_FLOW_TABLE_FULL], 0);
+		CHECK_EQ(c->flows.count[FLOW_UDP], 4);
+	}
 	e = client_err(port);		/* nobody */
 	CHECK(udp_client_flow(c, lfd, port, &e) == NULL);
 	e = client_err(cp[0]);		/* a client, another socket */
