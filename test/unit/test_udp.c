@@ -511,6 +511,48 @@ static struct icmp_err client_err(uint16_t port)
 	return e;
 }
 
+/* fwd_lo_port() - forward -u port on 127.0.0.1 to the guest's port 5000;
+ * returns the listener's fd (-1 if it did not open). */
+static int fwd_lo_port(struct ctx *c, uint16_t port)
+{
+	struct fwd_spec *spec = &c->conf.udp_in;
+
+	spec->mode = FWD_SPEC;
+	spec->binds[0].has_addr4 = true;
+	spec->binds[0].addr4.s_addr = htonl(INADDR_LOOPBACK);
+	spec->nbinds = 1;
+	spec->map[port / 64] |= 1ULL << (port % 64);
+	spec->delta[port] = (uint16_t)(5000 - port);
+	udp_listen_init(c);
+	return c->udp.listeners == 1 ? c->udp.fwd[UDP_FWD_IN].fds[port * 2] - 1
+				     : -1;
+}
+
+/* send_lo() - "hi" from socket fd to 127.0.0.1:port; true if sent. */
+static bool send_lo(int fd, uint16_t port)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+		.sin_port = htons(port) };
+
+	return sendto(fd, "hi", 2, 0, (struct sockaddr *)&to,
+		      sizeof(to)) == 2;
+}
+
+/* guest_has_flow() - is there a flow from the guest's port gport to the
+ * host (GW4) port hport? */
+static bool guest_has_flow(struct ctx *c, uint16_t gport, uint16_t hport)
+{
+	struct in_addr g4 = { inet_addr(GUEST4) }, gw4 = { inet_addr(GW4) };
+	union inany ga, gwa;
+	struct flow_key k;
+
+	inany_from4(&ga, g4);
+	inany_from4(&gwa, gw4);
+	flow_key_make(&k, IPPROTO_UDP, &ga, gport, &gwa, hport);
+	return flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) != NULL;
+}
+
 /* An error on a -u socket names its client by the failed datagram's
  * destination: udp_client_flow() finds that client's flow by a keyed
  * lookup (it scanned every UDP flow, ~20 us per forged error at 4096
@@ -519,30 +561,16 @@ static struct icmp_err client_err(uint16_t port)
 TEST(udp_client_flow_keyed)
 {
 	struct ctx *c = udp_ctx();
-	struct fwd_spec *spec = &c->conf.udp_in;
 	uint16_t port = free_port(), cp[3], own;
 	int cl[3], ofd, lfd, i;
 	struct icmp_err e;
 	struct flow *fl;
 
 	CHECK(port);
-	spec->mode = FWD_SPEC;
-	spec->binds[0].has_addr4 = true;
-	spec->binds[0].addr4.s_addr = htonl(INADDR_LOOPBACK);
-	spec->nbinds = 1;
-	spec->map[port / 64] |= 1ULL << (port % 64);
-	spec->delta[port] = (uint16_t)(5000 - port);
-	udp_listen_init(c);
-	CHECK_EQ(c->udp.listeners, 1);
-	lfd = c->udp.fwd[UDP_FWD_IN].fds[port * 2] - 1;
+	CHECK((lfd = fwd_lo_port(c, port)) >= 0);
 	for (i = 0; i < 3; i++) {
-		struct sockaddr_in to = { .sin_family = AF_INET,
-			.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-			.sin_port = htons(port) };
-
 		CHECK((cl[i] = host_sock(false, &cp[i])) >= 0);
-		CHECK(sendto(cl[i], "hi", 2, 0, (struct sockaddr *)&to,
-			     sizeof(to)) == 2);
+		CHECK(send_lo(cl[i], port));
 	}
 	CHECK_EQ(pump(c, 3), 3);
 	/* The guest's own flow from its target port to a host socket. */
@@ -560,22 +588,14 @@ TEST(udp_client_flow_keyed)
 	CHECK(udp_client_flow(c, lfd, port, &e) == NULL);
 	/* A client whose tuple is the guest's own flow's gets none, and
 	 * the drop says so, not "flow table full". */
-	{
-		struct sockaddr_in to = { .sin_family = AF_INET,
-			.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-			.sin_port = htons(port) };
-
-		CHECK(sendto(ofd, "hi", 2, 0, (struct sockaddr *)&to,
-			     sizeof(to)) == 2);
-		test_tx_reset(c);
-		for (i = 0; i < 40 && !c->stats.drops[DROP_UDP_TUPLE_TAKEN];
-		     i++)
-			pump_once(c);		/* up to 2 s */
-		CHECK_EQ(test_tx_n(c), 0);
-		CHECK_EQ(c->stats.drops[DROP_UDP_TUPLE_TAKEN], 1);
-		CHECK_EQ(c->stats.drops[DROP_FLOW_TABLE_FULL], 0);
-		CHECK_EQ(c->flows.count[FLOW_UDP], 4);
-	}
+	CHECK(send_lo(ofd, port));
+	test_tx_reset(c);
+	for (i = 0; i < 40 && !c->stats.drops[DROP_UDP_TUPLE_TAKEN]; i++)
+		pump_once(c);		/* up to 2 s */
+	CHECK_EQ(test_tx_n(c), 0);
+	CHECK_EQ(c->stats.drops[DROP_UDP_TUPLE_TAKEN], 1);
+	CHECK_EQ(c->stats.drops[DROP_FLOW_TABLE_FULL], 0);
+	CHECK_EQ(c->flows.count[FLOW_UDP], 4);
 	e = client_err(port);		/* nobody */
 	CHECK(udp_client_flow(c, lfd, port, &e) == NULL);
 	e = client_err(cp[0]);		/* a client, another socket */
@@ -596,53 +616,31 @@ TEST(udp_client_flow_keyed)
 TEST(udp_inbound_clients_spare_guest_flows)
 {
 	struct ctx *c = udp_ctx();
-	struct fwd_spec *spec = &c->conf.udp_in;
 	uint16_t port = free_port(), cp[10], own;
-	struct in_addr g4 = { inet_addr(GUEST4) }, gw4 = { inet_addr(GW4) };
-	union inany ga, gwa;
-	struct flow_key k;
 	int cl[10], ofd, i;
 
 	CHECK(port);
 	c->udp.max_flows = 8;
-	spec->mode = FWD_SPEC;
-	spec->binds[0].has_addr4 = true;
-	spec->binds[0].addr4.s_addr = htonl(INADDR_LOOPBACK);
-	spec->nbinds = 1;
-	spec->map[port / 64] |= 1ULL << (port % 64);
-	spec->delta[port] = (uint16_t)(5000 - port);
-	udp_listen_init(c);
-	CHECK_EQ(c->udp.listeners, 1);
+	CHECK(fwd_lo_port(c, port) >= 0);
 	/* The guest's own flow first: the least recently active one. */
 	CHECK((ofd = host_sock(false, &own)) >= 0);
 	guest_udp(c, false, GUEST4, 40000, GW4, own, "q", 1);
 	CHECK_EQ(c->flows.count[FLOW_UDP], 1);
 	for (i = 0; i < 10; i++) {
-		struct sockaddr_in to = { .sin_family = AF_INET,
-			.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-			.sin_port = htons(port) };
-
 		CHECK((cl[i] = host_sock(false, &cp[i])) >= 0);
-		CHECK(sendto(cl[i], "hi", 2, 0, (struct sockaddr *)&to,
-			     sizeof(to)) == 2);
+		CHECK(send_lo(cl[i], port));
 		test_advance(c, 1);
 		CHECK_EQ(pump(c, (size_t)i + 1), (size_t)i + 1);
 	}
-	inany_from4(&ga, g4);
-	inany_from4(&gwa, gw4);
-	flow_key_make(&k, IPPROTO_UDP, &ga, 40000, &gwa, own);
-	CHECK(flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) != NULL);
+	CHECK(guest_has_flow(c, 40000, own));
 	CHECK_EQ(c->udp.inbound, 4);
 	CHECK_EQ(c->flows.count[FLOW_UDP], 5);
 	CHECK_EQ(c->udp.inbound_evicted, 6);
 	CHECK_EQ(c->udp.flows_evicted, 6);
 	/* The newest client has its flow, the oldest lost theirs. */
-	flow_key_make(&k, IPPROTO_UDP, &ga, 5000, &gwa, cp[9]);
-	CHECK(flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) != NULL);
-	flow_key_make(&k, IPPROTO_UDP, &ga, 5000, &gwa, cp[0]);
-	CHECK(flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k) == NULL);
-	/* The guest's own flows may still fill the cap beyond that half,
-	 * evicting the oldest of all. */
+	CHECK(guest_has_flow(c, 5000, cp[9]));
+	CHECK(!guest_has_flow(c, 5000, cp[0]));
+	/* The guest's own flows may still fill the cap beyond that half. */
 	for (i = 0; i < 4; i++)
 		guest_udp(c, false, GUEST4, (uint16_t)(40001 + i), GW4, own,
 			  "q", 1);
