@@ -157,13 +157,7 @@ void bp_poll_done(struct busypoll *bp, const struct timespec *now,
 	bp->last_found = found;
 	if (preempted) {
 		bp->preempts++;
-		bp->quiet_until = *now;
-		bp->quiet_until.tv_sec += bp->backoff_ms / 1000;
-		bp->quiet_until.tv_nsec += (bp->backoff_ms % 1000) * 1000000;
-		if (bp->quiet_until.tv_nsec >= 1000000000) {
-			bp->quiet_until.tv_sec++;
-			bp->quiet_until.tv_nsec -= 1000000000;
-		}
+		bp->quiet_until = ts_add_ms(*now, bp->backoff_ms);
 		bp->backoff_ms = MIN(bp->backoff_ms * 2, BP_BACKOFF_MAX_MS);
 	}
 	if (found) {

@@ -94,14 +94,8 @@ void ep_del(struct ctx *c, int fd)
  * from c->now (the earliest request wins). */
 void timer_request(struct ctx *c, int64_t ms)
 {
-	struct timespec t = c->now;
+	struct timespec t = ts_add_ms(c->now, ms);
 
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (ms % 1000) * 1000000;
-	if (t.tv_nsec >= 1000000000) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000;
-	}
 	if (!c->timer_armed || ts_ms_diff(&t, &c->timer_due) < 0) {
 		c->timer_due = t;
 		c->timer_armed = true;

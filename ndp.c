@@ -383,13 +383,7 @@ void ndp_timer(struct ctx *c)
 			debug("NDP: unsolicited router advertisement");
 		s->ra_sent++;
 		left = ra_interval(s->ra_sent);
-		s->ra_next = c->now;
-		s->ra_next.tv_sec += left / 1000;
-		s->ra_next.tv_nsec += (left % 1000) * 1000000;
-		if (s->ra_next.tv_nsec >= 1000000000) {
-			s->ra_next.tv_sec++;
-			s->ra_next.tv_nsec -= 1000000000;
-		}
+		s->ra_next = ts_add_ms(c->now, left);
 	}
 	timer_request(c, left);
 }

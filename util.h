@@ -63,6 +63,18 @@ static inline int64_t ts_ms_diff(const struct timespec *a,
 	       (a->tv_nsec - b->tv_nsec) / 1000000;
 }
 
+/* ts_add_ms() - t plus ms (ms >= 0) milliseconds. */
+static inline struct timespec ts_add_ms(struct timespec t, int64_t ms)
+{
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
+}
+
 static inline bool in4_eq(const struct in_addr *a, const struct in_addr *b)
 {
 	return a->s_addr == b->s_addr;
