@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -409,11 +410,18 @@ def test_udp_port_unreachable_nc(ferry_ns):
 
 
 def stats(f, pattern):
-    """Ask ferry for its statistics (SIGUSR1); the last line matching."""
+    """Ask ferry for its statistics (SIGUSR1); the last line matching.
+    Asked again every 0.5 s until a dump has one: a module prints no
+    line before its first event (udp_stats_log() none before the first
+    flow, a drop reason none before its first drop), and a dump ferry
+    took before reading what the guest just sent had none."""
     before = len(f.output())
-    f.proc.send_signal(signal.SIGUSR1)
+    asked = [0.0]
 
     def line():
+        if time.monotonic() - asked[0] >= 0.5:
+            f.proc.send_signal(signal.SIGUSR1)
+            asked[0] = time.monotonic()
         m = re.findall(pattern, f.output()[before:])
         return m[-1] if m else None
     return wait_for(line, 5, f"stats line {pattern}")
