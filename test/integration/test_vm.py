@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import FERRY, GW4, HOST4, wait_for
+from conftest import FERRY, GW4, HOST4, net_core, wait_for
 import vmchecks
 from vmguest import (FRAME_MAX, FerryVM, GuestSession, StreamClient,
                      arp_reply_for, arp_request, boot_twice, build_guest, csum,
@@ -269,8 +269,7 @@ def sender(c, data):
 
 
 def wmem_max():
-    with open("/proc/sys/net/core/wmem_max") as fh:
-        return int(fh.read())
+    return net_core("wmem_max")
 
 
 def queued(sock):
