@@ -23,7 +23,7 @@ from conftest import HOST4, HOST6, run, start_fails, wait_for
 from fwd_util import host_listening, to_guest
 from test_udp import (EXTRA4, EXTRA6, PY, Echo,  # noqa: F401
                       extra_host_addr, host_query, stats)
-from test_udp_ns import free_port, guest_echo, udp_bound
+from test_udp_ns import free_port, free_ports, guest_echo, udp_bound
 
 # A second host interface that routes nowhere (a veth pair whose far end
 # stays here without an address): a host socket bound to it cannot reach
@@ -160,7 +160,7 @@ def test_no_udp(ferry_ns, servers):
     (counted) and never reaches it, and neither -u nor -U binds a port;
     TCP still works."""
     tcp, udp, port = servers("4", EXTRA4)
-    fwd_in, fwd_out = free_port(), free_port()
+    fwd_in, fwd_out = free_ports(2)
     assert guest_run(ferry_ns(), "udp", EXTRA4, port)["ok"]
     n = udp.count
     f = ferry_ns(args=["--no-udp", "-u", str(fwd_in), "-U", str(fwd_out)])

@@ -23,7 +23,7 @@ from fwd_util import (fwd_stats, guest_server, host_server, refused_or_reset,
                       to_guest, to_host, wait_guest_port, wait_host_port)
 from tcp_util import PY
 from test_udp import echo, host_query, stats  # noqa: F401
-from test_udp_ns import free_port, guest_client, guest_echo
+from test_udp_ns import free_ports, guest_client, guest_echo
 
 T_IN, T_OUT = 40500, 40501
 FRAMES = (r"stats: from guest (\d+) frames (\d+) bytes, "
@@ -65,7 +65,7 @@ def frames(f):
 def test_splice_only_namespace_has_loopback_only(ferry_ns):
     """No tap: lo is the namespace's only interface, and connecting to
     the host's addresses fails at once with 'network unreachable'."""
-    f = so_ferry(ferry_ns, free_port(), free_port())
+    f = so_ferry(ferry_ns, *free_ports(2))
     links = f.guest(["ip", "-o", "link", "show"]).stdout.splitlines()
     assert [ln.split(":")[1].strip() for ln in links] == ["lo"], links
     assert f.guest(["ip", "-4", "route", "show"]).stdout.strip() == ""
@@ -86,7 +86,7 @@ def test_splice_only_tcp_both_ways(ferry_ns, lo):
     the host's; -t: a host loopback client reaches a server on the
     namespace's loopback. Both spliced; a -t client on the host's own
     address is refused (nowhere to send it), and no frame is handled."""
-    f = so_ferry(ferry_ns, free_port(), free_port())
+    f = so_ferry(ferry_ns, *free_ports(2))
     to_host(f, lo, T_OUT, T_OUT, "up", 4 << 20, host_addr=lo)
     to_host(f, lo, T_OUT, T_OUT, "down", 4 << 20, host_addr=lo)
     to_guest(f, lo, T_IN, T_IN, "up", 4 << 20, guest_addr=lo)
@@ -109,7 +109,7 @@ def test_splice_only_udp_both_ways(ferry_ns, echo):  # noqa: F811
     host's loopback; -u: host loopback clients reach a namespace echo
     server bound to its loopback; datagrams from the host's own address
     to the -u port are dropped (NO_LINK), never queued as frames."""
-    u_in, u_out = free_port(), free_port()
+    u_in, u_out = free_ports(2)
     echo(socket.AF_INET, "127.0.0.1", u_out)
     echo(socket.AF_INET6, "::1", u_out)
     f = so_ferry(ferry_ns, u_in, u_out)

@@ -57,6 +57,19 @@ def free_port(fam=socket.AF_INET):
         return s.getsockname()[1]
 
 
+def free_ports(n, fam=socket.AF_INET):
+    """n distinct free UDP ports: each bound while the next is chosen (a
+    port free_port() returned and closed may well come back next time)."""
+    socks = [socket.socket(fam, socket.SOCK_DGRAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def udp_bound(path, port):
     """Is UDP port bound (unconnected) in the /proc/net/udp* tables?"""
     for name in ("udp", "udp6"):
