@@ -12,7 +12,7 @@ run a bulk transfer each way, and a host -> guest transfer whose guest
 receiver stops reading for 3 s (2 s into the transfer) and resumes.
 Pass: completes intact, no second without progress while the receiver
 reads, and within a second of the resume some half-second window runs at
-least at half the rate of the last second before the pause. While
+least at a quarter of the rate of the last second before the pause. While
 paused, the bytes queued in ferry's host socket and the guest's (ss
 Recv-Q) are sampled every 50 ms: the bounded-buffering figures, printed
 with the bound "the guest's window plus BOUND_SEGS segments" (met or not:
@@ -172,7 +172,11 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
     # Receiver-paused seconds are excluded; the ones while reading count.
     zero_secs = [x for x in before[:-1] + after[:-1] if x == 0]
     # Recovery: within a second of the resume, some half-second window
-    # runs at least at half the rate of the last second before the pause.
+    # runs at least at a quarter of the rate of the last second before the
+    # pause. A quarter, not half: the two rates are 3 s apart on a shared
+    # machine, and the load of other processes changing meanwhile moved
+    # the ratio to 0.48 (at load 7) with nothing wrong; the slow resume
+    # this catches runs at ~1/10 (doc/tcp.md, "Slow resume").
     # Rate before the pause: the last second before it (or all of it, if
     # the pause came earlier: a fast transfer pauses at half its size).
     i_p0 = int(p0 * 10)
@@ -212,4 +216,4 @@ def test_stall_paused_receiver(ferry_ns, shape, request):
     assert not zero_secs, (before, after)
     # A transfer that finished within a second of the resume recovered.
     if len(slots) / 10 - p1 >= 1:
-        assert post >= pre / 2, (pre, post)
+        assert post >= pre / 4, (pre, post)
