@@ -179,14 +179,20 @@ def test_no_udp(ferry_ns, servers):
 
 def tap_up(f):
     """The guest's tap (not configured: no --config-net), brought up with
-    a link-local address at once (no DAD); its name."""
+    a link-local address (no DAD); its name. The address is tentative
+    until the kernel's DAD work has run, even with DAD off (a workqueue:
+    late on a loaded machine), and a tentative one is no source address:
+    wait until it is usable."""
     links = json.loads(f.guest(["ip", "-j", "link"]).stdout)
     ifn = [ln["ifname"] for ln in links if ln["ifname"] != "lo"][0]
     f.guest(["sysctl", "-qw", f"net.ipv6.conf.{ifn}.accept_dad=0"])
     f.guest(["ip", "link", "set", ifn, "up"])
-    wait_for(lambda: "inet6 fe80" in f.guest(["ip", "-6", "addr", "show",
-                                               "dev", ifn]).stdout,
-             10, "a link-local address")
+
+    def usable():
+        out = f.guest(["ip", "-6", "addr", "show", "dev", ifn]).stdout
+        return any("inet6 fe80" in ln and "tentative" not in ln
+                   for ln in out.splitlines())
+    wait_for(usable, 10, "a usable link-local address")
     return ifn
 
 
