@@ -23,7 +23,8 @@ from conftest import HOST4, HOST6, run, start_fails, wait_for
 from fwd_util import host_listening, to_guest
 from test_udp import (EXTRA4, EXTRA6, PY, Echo,  # noqa: F401
                       extra_host_addr, host_query, stats)
-from test_udp_ns import free_port, free_ports, guest_echo, udp_bound
+from test_udp_ns import (free_port, free_port_tcp_udp, free_ports, guest_echo,
+                         udp_bound)
 
 # A second host interface that routes nowhere (a veth pair whose far end
 # stays here without an address): a host socket bound to it cannot reach
@@ -122,7 +123,7 @@ def servers():
 
     def start(fam, *addrs):
         af = socket.AF_INET if fam == "4" else socket.AF_INET6
-        port = free_port(af)
+        port = free_port_tcp_udp(af)
         made.append(TcpEcho(af, port))
         made.extend(Echo(af, a, port) for a in addrs)
         return made[-1 - len(addrs)], made[-len(addrs)], port

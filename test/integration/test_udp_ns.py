@@ -70,6 +70,25 @@ def free_ports(n, fam=socket.AF_INET):
             s.close()
 
 
+def free_port_tcp_udp(fam=socket.AF_INET):
+    """A port free for TCP and for UDP: the kernel's choice for a TCP
+    bind(0) without SO_REUSEADDR (which steers clear of every TCP socket
+    on a port, TIME_WAIT ones too), if UDP has it free as well. A free
+    UDP port may be a TCP one in use: after a few thousand connections
+    the sandbox holds as many TIME_WAIT sockets on ephemeral ports."""
+    for _ in range(100):
+        with socket.socket(fam, socket.SOCK_STREAM) as t, \
+                socket.socket(fam, socket.SOCK_DGRAM) as u:
+            t.bind(("", 0))
+            port = t.getsockname()[1]
+            try:
+                u.bind(("", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no port free for both TCP and UDP in 100 tries")
+
+
 def udp_bound(path, port):
     """Is UDP port bound (unconnected) in the /proc/net/udp* tables?"""
     for name in ("udp", "udp6"):
