@@ -44,6 +44,11 @@ import pytest
 from conftest import FERRY, GW4, HOST4, hold_port, require, run, wait_for
 
 FWD_PORT = 18080	# host port forwarded to the container's httpd on 80
+# The port taken to make pasta fail: one no connection ever used, as
+# hold_port() binds without SO_REUSEADDR, which a TIME_WAIT socket on the
+# port refuses for 60 s (FWD_PORT has one after the container test's
+# fetches: the httpd closes first, so ferry's accepted socket does too).
+BUSY_PORT = 18086
 HTTP_PORT = 18081	# host HTTP server the container fetches from
 DNS_PORT = 53		# host DNS server (busybox nslookup has no port)
 DNS_NAME, DNS_A = "ctr.example.test", "198.51.100.77"
@@ -382,18 +387,18 @@ def test_pasta_failure_is_reported_to_podman(workdir):
     code N" and pasta's stderr, so the parent must exit non-zero with the
     reason on stderr, and leave no daemon behind."""
     require("unshare")
-    held = hold_port(FWD_PORT)	# both families: not bindable at all
+    held = hold_port(BUSY_PORT)	# both families: not bindable at all
     path = workdir / "netns" / "netns-busy"
     path.touch()
     pidfile = workdir / "pasta-busy.pid"
     try:
         run(["unshare", f"--net={path}", "true"])
         argv = [str(workdir / "helpers" / "pasta")] + podman_args(
-            pidfile, path, [(FWD_PORT, 80)])
+            pidfile, path, [(BUSY_PORT, 80)])
         r = subprocess.run(argv, capture_output=True, text=True, timeout=20,
                            stdin=subprocess.DEVNULL)
         assert r.returncode != 0
-        assert str(FWD_PORT) in r.stderr, r.stderr
+        assert str(BUSY_PORT) in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         txt = pidfile.read_text().strip() if pidfile.exists() else ""
         assert not txt, f"pid file {txt!r} after a failed start"
