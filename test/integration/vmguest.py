@@ -472,15 +472,34 @@ def boot_guest(tmp, sock, script, files=(), kargs="", timeout=240,
     return GuestRun(r.returncode, r.stdout, r.stderr, time.monotonic() - t0)
 
 
+def ferry_stats_block(f, timeout=10):
+    """Ask a running ferry for its statistics (SIGUSR1); returns the whole
+    block of lines, from "stats: from guest" to its TCP line, which every
+    block has and which comes after the drop and link lines: ferry writes
+    the block a line at a time, so the first line alone does not mean the
+    drops have been written yet."""
+    before = f.output().count("stats: from guest")
+    f.proc.send_signal(signal.SIGUSR1)
+
+    def whole():
+        out = f.output()
+        if out.count("stats: from guest") <= before:
+            return None
+        block = out[out.rindex("stats: from guest"):]
+        m = re.search(r"^stats: tcp opened .*\n", block, re.M)
+        return block[:m.end()] if m else None
+    return wait_for(whole, timeout, "ferry statistics")
+
+
 def ferry_stats(f, timeout=10):
     """Ask a running ferry for its statistics (SIGUSR1); returns
     (from_guest_frames, to_guest_frames, {drop reason: count})."""
-    before = f.output().count("stats: from guest")
-    f.proc.send_signal(signal.SIGUSR1)
-    wait_for(lambda: f.output().count("stats: from guest") > before,
-             timeout, "ferry statistics")
-    block = f.output()
-    block = block[block.rindex("stats: from guest"):]
+    return ferry_stats_parse(ferry_stats_block(f, timeout))
+
+
+def ferry_stats_parse(block):
+    """(from_guest_frames, to_guest_frames, {drop reason: count}) from a
+    block of ferry_stats_block()."""
     m = re.match(r"stats: from guest (\d+) frames \d+ bytes, to guest "
                  r"(\d+) frames", block)
     drops = {}
