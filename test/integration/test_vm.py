@@ -22,12 +22,13 @@ import time
 
 import pytest
 
-from conftest import FERRY, GW4, HOST4, net_core, wait_for
+from conftest import FERRY, GW4, HOST4, SLOW, net_core, wait_for
 import vmchecks
 from vmguest import (FRAME_MAX, FerryVM, GuestSession, StreamClient,
                      arp_reply_for, arp_request, boot_twice, build_guest, csum,
                      dhcp6_parse, dhcp6_solicit, dhcp_discover, dhcp_parse,
-                     dns_answer, ferry_stats, ferry_vms, host_side,
+                     dns_answer, ferry_stats, ferry_stats_block,
+                     ferry_stats_parse, ferry_vms, host_side,
                      host_side_stop, inbound_client, is_arp_reply, sha,
                      tcp_source, tftp_handler)
 
@@ -278,57 +279,166 @@ def queued(sock):
                                           b"\0" * 4))[0]
 
 
-def test_flood_to_slow_reader_keeps_framing(vm):
-    """The guest floods ARP requests at line rate and stops reading until
-    ferry's socket buffer towards it is full (ferry enlarges it to
-    net.core.wmem_max): ferry's writes are then partial, it keeps the rest
-    of the cut frame and writes it when the guest reads again (EPOLLOUT,
-    never waiting), dropping the rest of that batch. Every frame that
-    arrives must parse with the right length, and every reply is
-    delivered or counted as dropped (TX_FULL)."""
-    n = max(20000, int(2 * wmem_max() / 46 * 1.5))	# 1.5 buffers of replies
+def link_stats(f):
+    """ferry's statistics (SIGUSR1) with its link's stall lines: (from
+    guest frames, to guest frames, {drop: count}, link stalls so far,
+    frames held now or None when the link is not stalled)."""
+    block = ferry_stats_block(f)
+    rx, tx, drops = ferry_stats_parse(block)
+    stalls = re.search(r"^stats: link stalls (\d+) ", block, re.M)
+    held = re.search(r"^stats: link stalled now, for \d+ ms \((\d+) frames "
+                     r"held\)", block, re.M)
+    return (rx, tx, drops, int(stalls.group(1)) if stalls else 0,
+            int(held.group(1)) if held else None)
+
+
+def ends_inside_frame(c):
+    """Does what ferry wrote to us so far end inside a frame? (Our buffer
+    and the socket's queue, peeked: nothing is taken.)"""
+    data = c.buf + c.s.recv(queued(c.s), socket.MSG_PEEK)
+    pos = 0
+    while len(data) - pos >= 4:
+        pos += 4 + struct.unpack(">I", data[pos:pos + 4])[0]
+    return pos != len(data)
+
+
+FLOOD_BURST = 256	# ARP requests per write: one read, one batch of replies
+
+
+class Flood:
+    """A guest that sends ARP requests in bursts and reads the replies
+    only when told to: the counts of what went and came back."""
+
+    def __init__(self, f, c):
+        self.f, self.c = f, c
+        self.req = arp_request(GW4)
+        c.send_frame(self.req)
+        self.reply = c.wait_frame(is_arp_reply(GW4), 5, "ARP reply")
+        self.sent = self.got = 1
+
+    def send(self, n=FLOOD_BURST):
+        """n requests in one write; returns ferry's statistics (link_stats())
+        once it has read them all. At most one burst: ferry handles up to
+        256 frames (RX_FRAMES_MAX) of a read before it waits for the next
+        event, and while its link is stalled the frames left over wait for
+        our next write (tap_stream.c)."""
+        assert n <= FLOOD_BURST
+        # ferry reads its peer's frames even while stalled: a write it
+        # does not take within this bound means it stopped reading us
+        self.c.s.settimeout(10 * SLOW)
+        self.c.send_raw((struct.pack(">I", len(self.req)) + self.req) * n)
+        self.sent += n
+
+        def read_all():
+            st = link_stats(self.f)
+            return st if st[0] == self.sent else None
+        return wait_for(read_all, 10, f"ferry to read all {self.sent} "
+                        "requests")
+
+    def until_stalled(self):
+        """Bursts until ferry's link is stalled (our socket full): how
+        much that takes depends on the socket and on ferry's batching, so
+        no count is fixed. Returns link_stats()."""
+        deadline = time.monotonic() + 60 * SLOW
+        while True:
+            st = self.send()
+            if st[4] is not None:
+                assert st[3] >= 1 and st[4] > 0, st
+                return st
+            assert time.monotonic() < deadline, f"{self.sent} ARP " \
+                "requests, their replies unread, yet ferry's link never " \
+                "stalled"
+
+    def take(self):
+        """Read what is there; every frame must be whole and one of ours
+        (the ARP reply, or ferry's own IPv6 router advertisements)."""
+        for fr in self.c.recv_some(0.2):	# raises on a bad length
+            if fr[12:14] == b"\x86\xdd":
+                continue
+            assert fr == self.reply, f"torn or wrong frame {fr.hex()}"
+            self.got += 1
+
+    def drain(self):
+        """Read until ferry's link is no longer stalled and every frame it
+        queued for us arrived or was counted as dropped (frames queued after
+        a statistics line are flushed later: ask until they agree). Checks
+        that every request was read, and answered or counted; returns
+        (TX_FULL drops, link stalls)."""
+        last = []
+
+        def settled():
+            self.take()
+            if queued(self.c.s):
+                return False
+            last[:] = link_stats(self.f)
+            _, tx, drops, _, held = last
+            return held is None and \
+                self.c.frames_seen + drops.get("TX_FULL", 0) == tx
+        wait_for(settled, 60, "the stall to end, every frame delivered or "
+                 "counted", interval=0)
+        rx, _, drops, stalls, _ = last
+        tx_full = drops.pop("TX_FULL", 0)
+        assert rx == self.sent and not drops, (rx, self.sent, drops)
+        assert self.got <= self.sent <= self.got + tx_full, \
+            (self.got, tx_full, self.sent)
+        return tx_full, stalls
+
+
+@pytest.mark.parametrize("sndbuf", [4096, 212992], ids=["cut", "default"])
+def test_flood_to_slow_reader_keeps_framing(vm, monkeypatch, sndbuf):
+    """The guest floods ARP requests and does not read: ferry's socket
+    towards it fills and the link stalls (its write is taken in part or
+    not at all; the frames not written are held, the link waits for
+    EPOLLOUT). The guest goes on sending while the link is stalled: ferry
+    must still read and answer it, the replies queued behind the held
+    frames. Then the guest reads everything: every frame whole and the
+    right one, the link no longer stalled.
+    1. A few more requests while stalled: nothing may be dropped, every
+       request is answered (the batch, 512 frames, holds the held ones,
+       at most one burst of 256, and these 128).
+    2. Stalled again, many more requests: the batch fills, and the
+       replies it cannot hold are dropped and counted (TX_FULL); every
+       request is answered or counted, and the framing survives.
+    The stream is then in sync both ways and the guest never lost its
+    connection.
+
+    The flood goes on until ferry's statistics say the link is stalled,
+    not for a fixed count: how much a socket holds depends on the host
+    and on how ferry batches. ferry's send buffer is a test setting
+    (FERRY_TEST_SNDBUF), not this host's net.core.wmem_max: "cut" is so
+    small that the socket takes a batch of replies in pieces (an AF_UNIX
+    stream write is cut into buffers of half the send buffer) and each
+    stall ends inside a frame; "default" is what a host with the default
+    wmem_max gives (208 KiB, doubled), where a batch goes whole or not
+    at all."""
+    monkeypatch.setenv("FERRY_TEST_SNDBUF", str(sndbuf))
     f = vm()
-    c = StreamClient(f.sock, rcvbuf=4096)
-    req = arp_request(GW4)
-    t = sender(c, (struct.pack(">I", len(req)) + req) * n)
-    got = 0
-    seen = {"q": -1, "since": time.monotonic()}
+    c = StreamClient(f.sock)
+    g = Flood(f, c)
+    cut = sndbuf == 4096
 
-    def stalled():
-        """Our queue holds half ferry's buffer and stopped growing: ferry
-        waits for us to read."""
-        q, now = queued(c.s), time.monotonic()
-        if q != seen["q"]:
-            seen.update(q=q, since=now)
-            return False
-        return q >= wmem_max() // 2 and now - seen["since"] >= 0.2
-    wait_for(stalled, 60, "ferry's buffer towards us to fill", interval=0.01)
+    g.until_stalled()
+    assert not cut or ends_inside_frame(c), "the stall did not cut a " \
+        "frame: the test did not test"
+    assert g.send(FLOOD_BURST // 2)[4] is not None, "the link's stall " \
+        "ended while we read nothing"
+    tx_full, _ = g.drain()
+    assert tx_full == 0, f"{tx_full} frames dropped (TX_FULL) with the " \
+        "batch far from full"
 
-    def drain():
-        nonlocal got
-        for fr in c.recv_some(0.5):		# raises on bad framing
-            assert arp_reply_for(fr, GW4) is not None or \
-                fr[12:14] == b"\x86\xdd", fr.hex()
-            got += fr[12:14] == b"\x08\x06"
-        return not t.is_alive()
-    wait_for(drain, 120, "the flood to be written", interval=0)
-    last = []
-
-    def settled():
-        """All requests handled, everything queued arrived or was counted
-        as dropped (ferry has queued frames it has not flushed yet when it
-        prints statistics: so ask until the numbers agree)."""
-        drain()
-        last[:] = ferry_stats(f)
-        rx, tx, drops = last
-        return rx == n and c.frames_seen == tx - drops.get("TX_FULL", 0)
-    wait_for(settled, 60, "all frames delivered or counted", interval=0)
-    rx, tx, drops = last
-    assert got + drops.get("TX_FULL", 0) >= n
-    assert drops.get("TX_FULL", 0) > 0, "ferry's writes were never partial:" \
-        " the test did not test"
-    assert f.output().count("guest connected") == 1
-    assert "guest disconnected" not in f.output()
+    g.until_stalled()
+    assert not cut or ends_inside_frame(c), "the stall did not cut a " \
+        "frame: the test did not test"
+    for _ in range(4):
+        g.send()
+    tx_full, stalls = g.drain()
+    print(f"flood: {g.sent} requests, {g.got} replies, TX_FULL {tx_full}, "
+          f"{stalls} link stalls")
+    assert stalls >= 2
+    out = f.output()
+    assert out.count("guest connected") == 1
+    assert "guest disconnected" not in out
+    assert "bad frame length" not in out
     arp_works(c)		# and the stream is still in sync both ways
     c.close()
 
