@@ -257,3 +257,19 @@ void guest_ack_wnd(struct tguest *g, uint16_t wnd)
 			   l4, sizeof(l4));
 	test_input(g->c, f, n);
 }
+
+bool fin_delivered(int a)
+{
+	struct tcp_info ti;
+	socklen_t sl;
+	int i;
+
+	for (i = 0; i < 5000; i++) {
+		sl = sizeof(ti);
+		if (!getsockopt(a, IPPROTO_TCP, TCP_INFO, &ti, &sl) &&
+		    ti.tcpi_state == TCP_FIN_WAIT2)
+			return true;
+		poll(NULL, 0, 1);
+	}
+	return false;
+}

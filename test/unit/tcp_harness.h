@@ -74,6 +74,13 @@ int tconn_open(struct tguest *g, bool sack, uint32_t *isn);
  * listener, and frees g->c. */
 void tconn_close(struct tguest *g, int a);
 
+/* fin_delivered() - poll (1 ms steps, 5 s deadline) until the FIN sent on
+ * host socket a was taken in by its peer's kernel (a in FIN_WAIT2): under
+ * load the loopback delivery may be left to ksoftirqd, after send() and
+ * shutdown() have returned, and ferry would see the data and the FIN in
+ * separate rounds. */
+bool fin_delivered(int a);
+
 /* recv_all() - what the host peer can read now (non-blocking). */
 ssize_t recv_all(int a, uint8_t *buf, size_t size);
 

@@ -482,6 +482,7 @@ TEST(tcp_fin_ack_after_rewind_taken)
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
 	CHECK_EQ(shutdown(a, SHUT_WR), 0);
+	CHECK(fin_delivered(a));	/* data and FIN in ferry's socket */
 	pump(c, 2000, 6);		/* the FIN rides on the last of 6 */
 	for (i = 0; i < test_tx_n(c); i++)
 		if (seg_at(c, i, &p) && (p.tcp.flags & TCP_F_FIN))

@@ -111,26 +111,6 @@ static bool host_reply(struct tguest *g, int a, const char *data, size_t len)
 	return only_conn(g->c)->read_drained;
 }
 
-/* fin_delivered() - poll (1 ms steps, 5 s deadline) until the FIN sent on
- * host socket a was taken in by its peer's kernel (a in FIN_WAIT2): under
- * load the loopback delivery may be left to ksoftirqd, after send() and
- * shutdown() have returned. */
-static bool fin_delivered(int a)
-{
-	struct tcp_info ti;
-	socklen_t sl;
-	int i;
-
-	for (i = 0; i < 5000; i++) {
-		sl = sizeof(ti);
-		if (!getsockopt(a, IPPROTO_TCP, TCP_INFO, &ti, &sl) &&
-		    ti.tcpi_state == TCP_FIN_WAIT2)
-			return true;
-		poll(NULL, 0, 1);
-	}
-	return false;
-}
-
 /* fin_on_data() - the host's last bytes and its EOF reach ferry together
  * after an exchange (the socket was drained, the read guesses): one
  * frame carries both, the FIN is seen once and after the data, and the
@@ -280,7 +260,8 @@ TEST(tcp_conn_peer_fin_with_connect)
 	a = accept(ls, NULL, NULL);	/* loopback: connected at once */
 	CHECK(a >= 0);
 	CHECK_EQ(send(a, "hi", 2, 0), 2);
-	close(a);			/* data and FIN before the guest's ACK */
+	shutdown(a, SHUT_WR);		/* data and FIN before the guest's ACK */
+	CHECK(fin_delivered(a));	/* both in ferry's socket */
 	pump(c, 100, 2);	/* the SYN-ACK went in the SYN's round: events */
 	CHECK_EQ(test_tx_n(c), 1);
 	CHECK(seg_at(c, 0, &p));
@@ -301,6 +282,7 @@ TEST(tcp_conn_peer_fin_with_connect)
 	g.ack += 3;
 	guest_send(&g, TCP_F_ACK | TCP_F_FIN, NULL, 0, NULL, 0);
 	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	close(a);
 	close(ls);
 	tcp_test_free(c);
 }
