@@ -176,6 +176,7 @@ static void fin_after_window(size_t len)
 	memset(d, 'w', sizeof(d));
 	CHECK_EQ(send(a, d, len, 0), (ssize_t)len);
 	shutdown(a, SHUT_WR);
+	CHECK(fin_delivered(a));	/* data and FIN in ferry's socket */
 	test_tx_reset(c);
 	pump(c, 2000, 1);
 	for (step = 0; step < 3 && !fins; step++) {
