@@ -14,14 +14,6 @@
 set -eu
 if [ "${FERRY_SANDBOX_INNER:-}" != 1 ]; then
 	export FERRY_SANDBOX_INNER=1
-	# net.core.wmem_max and rmem_max are global, but a new network
-	# namespace shows them only since Linux 6.10: the tests that need
-	# them (conftest.py net_core()) get this namespace's values.
-	for k in wmem_max rmem_max; do
-		if [ -r /proc/sys/net/core/$k ]; then
-			export FERRY_NET_CORE_${k^^}="$(cat /proc/sys/net/core/$k)"
-		fi
-	done
 	# FERRY_SANDBOX_ROOT=1 (the real root only): new network and mount
 	# namespaces but no user namespace, so a test can switch to a real
 	# unprivileged uid (test_rootless.py); the network is the same.

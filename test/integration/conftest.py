@@ -79,22 +79,6 @@ def run(cmd, timeout=30, check=True, **kw):
     return r
 
 
-def net_core(name):
-    """net.core.NAME (wmem_max, rmem_max): global values, which a network
-    namespace other than the first shows only since Linux 6.10; for older
-    kernels test/sandbox.sh passes the host's on (FERRY_NET_CORE_NAME)."""
-    try:
-        with open(f"/proc/sys/net/core/{name}") as fh:
-            return int(fh.read())
-    except FileNotFoundError:
-        v = os.environ.get(f"FERRY_NET_CORE_{name.upper()}")
-        if v is None:
-            pytest.fail(f"net.core.{name} unknown: this network namespace "
-                        f"has no /proc/sys/net/core/{name} (Linux < 6.10) "
-                        "and test/sandbox.sh passed no value")
-        return int(v)
-
-
 def hold_port(port, kind=socket.SOCK_STREAM, fams=("4", "6")):
     """Sockets bound to port on the host (any address, per family in
     fams), not listening and without SO_REUSEADDR: like a client socket
