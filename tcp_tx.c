@@ -767,7 +767,8 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	struct iovec iov[DISCARD_IOV + TCP_SEG_BATCH];
 	size_t hlen = tcp_hdr_len(fl), mss = tcp_seg_size(c, fl), skip = 0;
 	size_t hole = tcp_resend_skip(c, fl), avail = 0, got, left;
-	size_t n = MIN(tcp_sendable(c, fl, &skip, &avail), hole);
+	/* Once: MIN() would call it again, and it acts (sends our FIN). */
+	size_t n = tcp_sendable(c, fl, &skip, &avail);
 	bool resend = conn->rewound, fin;
 	size_t room = conn->wnd_from_guest - (uint32_t)seq_diff(
 			conn->seq_to_guest, conn->seq_acked_by_guest);
@@ -779,6 +780,7 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	struct msghdr mh = { 0 };
 	ssize_t r;
 
+	n = MIN(n, hole);
 	if (!n)
 		return 0;
 	nseg = (unsigned int)MIN((n + mss - 1) / mss, (size_t)TCP_SEG_BATCH);
