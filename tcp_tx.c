@@ -532,7 +532,13 @@ void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast)
 		conn->flags &= (uint16_t)~TCP_C_FIN_SENT;
 	tcp_peek_off_to_next(conn);
 	conn->peek_behind = false;
-	conn->dup_acks = 3;	/* ignore further dup ACKs until progress */
+	/* Resending from the ACK: further duplicates of it are ignored
+	 * until progress. A later hole (tcp_sack_lost()) leaves the count
+	 * alone: the segment at the ACK, resent once already in this
+	 * recovery and lost again, is still resent on its third duplicate
+	 * (it is below HighRxt: nothing else resends it but the timer). */
+	if (seq_eq(to, conn->seq_acked_by_guest))
+		conn->dup_acks = 3;
 	tcp_sack_rewound(conn, fast);
 }
 
