@@ -701,7 +701,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	seq_t ack = seq_make(t->ack);
 	uint32_t wnd = (uint32_t)t->window << conn->ws_from_guest;
 	bool wnd_changed = wnd != conn->wnd_from_guest;
-	bool dup = seq_eq(ack, conn->seq_acked_by_guest);
+	bool dup = seq_eq(ack, conn->seq_acked_by_guest), moved = false;
 	seq_t hole;
 
 	if (seq_gt(ack, conn->seq_to_guest)) {
@@ -733,6 +733,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 		}
 		conn->consume += n;
 		conn->seq_acked_by_guest = ack;
+		moved = true;
 		conn->dup_acks = 0;
 		conn->retries = 0;
 		conn->timer_ms = 0;
@@ -748,7 +749,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 		c->tcp.st.rewinds_dupack++;
 		tcp_rewind(c, fl, true);
 		conn->flags |= TCP_C_TX_NOW;
-	} else if (tcp_sack_lost(conn, &hole)) {
+	} else if (tcp_sack_lost(conn, &hole, moved)) {
 		c->tcp.st.sack_rewinds++;
 		tcp_rewind_to(c, fl, hole, true);
 		conn->flags |= TCP_C_TX_NOW;

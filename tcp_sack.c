@@ -213,9 +213,12 @@ uint32_t tcp_sack_hole_len(const struct tcp_conn *conn)
  * TCP_SACK_LOST_SEGS guest segments SACKed above it (RFC 6675 IsLost(),
  * so a reordered segment is not resent at once), or the cumulative ACK
  * itself inside the span a full scoreboard forgot (a partial ACK: the
- * guest holds SACKed data above it, RFC 6582's rule). Returns true and
- * its start in *hole, or false. */
-bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole)
+ * guest holds SACKed data above it, RFC 6582's rule), when the resend
+ * has not got past it or this ACK (moved: it advanced the cumulative
+ * ACK) just brought it there: the resend steps over that span, so being
+ * past it says nothing of the segment at the ACK. Returns true and its
+ * start in *hole, or false. */
+bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole, bool moved)
 {
 	seq_t una = conn->seq_acked_by_guest, p;
 	uint32_t above = 0;
@@ -224,7 +227,7 @@ bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole)
 	if (!conn->sack_rec || !seq_lt(una, conn->sack_recover))
 		return false;
 	p = seq_gt(conn->sack_rxt, una) ? conn->sack_rxt : una;
-	if (conn->sack_trunc && seq_eq(p, una) &&
+	if (conn->sack_trunc && (moved || seq_eq(p, una)) &&
 	    seq_ge(una, conn->sack_trunc_l) && seq_lt(una, conn->sack_trunc_r)) {
 		*hole = una;
 		return seq_lt(una, conn->seq_to_guest);

@@ -447,3 +447,51 @@ TEST(tcp_sack_lost_again_at_ack_resent_on_dupacks)
 	CHECK_EQ(test_tx_n(c), 0);
 	tconn_close(&g, a);
 }
+
+/* A partial ACK inside the span a full scoreboard forgot, after a
+ * timeout: the segment at the ACK goes out at once. 43 segments; the
+ * guest SACKs every odd one from 1 to 37 (19 ranges: the scoreboard
+ * keeps 16, forgets 33-37 with the holes 34 and 36 between them), the
+ * timer resends the other holes and steps over that span, then the
+ * guest ACKs up to 34. Before, the resend position had passed 34 (the
+ * step over the span moved it), so no rule resent 34 but three
+ * duplicate ACKs, which a window-limited sender does not get (one new
+ * segment, one duplicate): each such hole waited for the timer, a
+ * crawl of 200 ms per segment, which a lost ACK then turned into two
+ * timeouts in a row and a resend of everything (the MTU 1500 download:
+ * 1 in 37 runs of a sweep failed on those resends). */
+TEST(tcp_sack_partial_ack_in_forgotten_span_after_timeout)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40212 };
+	static const uint32_t seg34[][2] = { { 34 * MSS, MSS } };
+	uint32_t first = 0, len = 43 * MSS, blk[4][2];
+	unsigned int i, k;
+	struct tcp_conn *conn;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, len, false, &first);
+
+	CHECK(a >= 0);
+	CHECK((conn = sconn(c)) != NULL);
+	/* odd segments 1..37, four blocks per duplicate ACK, in order */
+	for (i = 1; i <= 37; i += 8) {
+		for (k = 0; k < 4 && i + 2 * k <= 37; k++) {
+			blk[k][0] = i + 2 * k;
+			blk[k][1] = i + 2 * k + 1;
+		}
+		olen = sack_opt(o, first, (const uint32_t (*)[2])blk, k, len);
+		dupacks(&g, first, o, olen, 1);
+	}
+	CHECK(conn->sack_trunc);
+	CHECK_EQ(conn->nsacked, TCP_SACK_BLKS);
+	advance(c, TCP_RTO_MS + 1);
+	pump(c, 100, 64);		/* the resend's later rounds */
+	CHECK_EQ(c->tcp.st.rewinds_rto, 1);
+	test_tx_reset(c);
+	/* the guest got the resent holes up to 32 and has 33: it ACKs 34 */
+	g.ack = first + 34 * MSS;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	CHECK(sent_check(c, first, seg34, 1));
+	tconn_close(&g, a);
+}
