@@ -257,10 +257,10 @@ def ferry_sends(frames, faults, gport, rport):
         if (s.sport, s.dport) != key:
             continue
         # The release line comes just before the capture of its batch
-        # (3 us to 6 ms after it, at load 7-9), never after it: a frame
-        # captured before the line is an earlier transmission of the
-        # same segment (1 ms of tolerance took ferry's original for the
-        # release 0.5 ms later and counted the release as a resend).
+        # (the capture 3 us to 6 ms after it at load 7-9, never before):
+        # a frame captured before the line is an earlier transmission of
+        # the same segment (1 ms of tolerance took ferry's original for
+        # the release 0.5 ms later and counted the release as a resend).
         m = next((i for i, (tr, r) in enumerate(rel)
                   if r.seq == s.seq and r.plen == s.plen and
                   r.flags == s.flags and tr - 1e-5 <= t <= tr + 0.05), None)
