@@ -28,7 +28,9 @@
  * coarse steps, so that a bulk sender's ACKs carry the same window, and
  * its right edge never moves back (tcp_wnd_set()). When it is low,
  * EPOLLOUT is armed and the guest gets a window update as soon as the
- * buffer drains. The guest's FIN is
+ * buffer drains; if that still leaves less than one of the guest's
+ * segments, a timer measures again until one fits (tcp_wnd_poll()). The
+ * guest's FIN is
  * passed on with shutdown(SHUT_WR) only once every byte before it has
  * been written.
  *
@@ -89,14 +91,23 @@ int64_t tcp_now_ms(const struct ctx *c)
 	return (int64_t)c->now.tv_sec * 1000 + c->now.tv_nsec / 1000000;
 }
 
+/* tcp_scan_in() - have the loop's timer scan come ms from now at the
+ * latest; returns that time on the tcp clock, the caller's deadline. */
+static int64_t tcp_scan_in(struct ctx *c, int64_t ms)
+{
+	int64_t when = tcp_now_ms(c) + ms;
+
+	if (!c->tcp.scan_ms || when < c->tcp.scan_ms)
+		c->tcp.scan_ms = when;
+	timer_request(c, ms);
+	return when;
+}
+
 /* tcp_timer_set() - arm the connection's timer ms from now, and have the
  * loop's timer scan come no later. */
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms)
 {
-	conn->timer_ms = tcp_now_ms(c) + ms;
-	if (!c->tcp.scan_ms || conn->timer_ms < c->tcp.scan_ms)
-		c->tcp.scan_ms = conn->timer_ms;
-	timer_request(c, ms);
+	conn->timer_ms = tcp_scan_in(c, ms);
 }
 
 /* tcp_ack_sent() - record that our ACK and window wnd went to the guest:
@@ -458,6 +469,78 @@ static bool tcp_wnd_update(struct ctx *c, struct flow *fl)
 		return tcp_wnd_refresh(c, fl);
 	conn->wnd_to_guest = MAX(conn->wnd_base, tcp_wnd_held(conn));
 	return false;
+}
+
+/* Window short of a segment. The kernel reports room in a send buffer
+ * (EPOLLOUT) once a third of it is free, and after that only when a write
+ * was refused or a poll found no room (SOCK_NOSPACE): ferry's writes are
+ * never refused, the window keeps them inside the buffer. Where the buffer
+ * is smaller than four of the guest's segments (a small tcp_wmem, or one
+ * the kernel cut under memory pressure), 3/4 of that third is less than a
+ * segment: the window measured at EPOLLOUT can hold less than one, and a
+ * sender that filled its window sends no part of a segment into it (RFC
+ * 9293 3.8.6.2.1, Linux tcp_snd_wnd_test()); it waits for its persist
+ * timer, 200 ms at least and doubled per probe (measured: 256 MiB with
+ * tcp_wmem max 128 KiB stopped 0.2 s about 25 times). So from such an
+ * EPOLLOUT on, ferry measures again on a timer until a segment fits and
+ * then tells the guest: TCP_WND_POLL_MS, doubled per miss up to
+ * TCP_WND_POLL_MAX_MS (a host peer that stopped reading costs one
+ * SO_MEMINFO per 64 ms). */
+
+/* tcp_wnd_short() - whether the window offered leaves the guest less than
+ * one of its segments while an emptier send buffer could offer one. */
+static bool tcp_wnd_short(const struct ctx *c, struct flow *fl)
+{
+	const struct tcp_conn *conn = conn_of(fl);
+	uint32_t seg = tcp_mss_from_guest(c, fl);
+
+	return conn->wnd_to_guest < seg && conn->sndbuf / 4 * 3 >= seg &&
+	       !(conn->flags & (TCP_C_SHUT_WR | TCP_C_GUEST_FIN));
+}
+
+/* tcp_wnd_poll_arm() - after EPOLLOUT: while the window is short of a
+ * segment, measure it again after the current poll step; else end the
+ * polling (the next short window starts from the first step). */
+static void tcp_wnd_poll_arm(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (!tcp_wnd_short(c, fl)) {
+		conn->wnd_poll_ms = 0;
+		conn->wnd_poll_shift = 0;
+		return;
+	}
+	conn->wnd_poll_ms = tcp_scan_in(c, MIN(TCP_WND_POLL_MS <<
+						   conn->wnd_poll_shift,
+						   TCP_WND_POLL_MAX_MS));
+}
+
+/* tcp_wnd_poll() - the poll step ran out: measure the send buffer again;
+ * when a segment fits and the right edge moves, send the window update,
+ * else wait one step longer. */
+static void tcp_wnd_poll(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	conn->wnd_poll_ms = 0;
+	if (conn->state != TCP_CS_ESTABLISHED || !tcp_wnd_short(c, fl)) {
+		conn->wnd_poll_shift = 0;
+		return;
+	}
+	c->tcp.st.wnd_polls++;
+	tcp_wnd_refresh(c, fl);
+	if (!tcp_wnd_short(c, fl)) {
+		if (seq_gt(seq_add(conn->seq_from_guest, conn->wnd_to_guest),
+			   conn->wnd_edge)) {
+			c->tcp.st.wnd_poll_updates++;
+			tcp_send_flags(c, fl, TCP_F_ACK);
+		}
+		conn->wnd_poll_shift = 0;
+		return;
+	}
+	if (TCP_WND_POLL_MS << conn->wnd_poll_shift < TCP_WND_POLL_MAX_MS)
+		conn->wnd_poll_shift++;
+	tcp_wnd_poll_arm(c, fl);
 }
 
 /* tcp_sock_opts() - options of a new host socket. */
@@ -1310,6 +1393,8 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 			conn->flags |= TCP_C_WANT_OUT;
 		if (tcp_conn_finished(c, fl))
 			return;
+		if (!conn->wnd_poll_ms)		/* no EPOLLOUT until refused */
+			tcp_wnd_poll_arm(c, fl);
 	}
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) {
 		conn->sock_sent = false;
@@ -1388,6 +1473,8 @@ void tcp_timer(struct ctx *c)
 			if (tcp_conn_timeout(c, fl))
 				continue;
 		}
+		if (conn->wnd_poll_ms && now >= conn->wnd_poll_ms)
+			tcp_wnd_poll(c, fl);
 		if (conn->ka_ms && now >= conn->ka_ms)
 			tcp_keepalive_arm(conn);
 		if (now - conn->last_ms >= TCP_IDLE_MS) {
@@ -1401,6 +1488,8 @@ void tcp_timer(struct ctx *c)
 		}
 		if (conn->timer_ms)
 			next = MIN(next, conn->timer_ms);
+		if (conn->wnd_poll_ms)
+			next = MIN(next, conn->wnd_poll_ms);
 		if (conn->ka_ms)
 			next = MIN(next, conn->ka_ms);
 		next = MIN(next, conn->last_ms + TCP_IDLE_MS);
@@ -1423,6 +1512,8 @@ void tcp_stats_log(const struct ctx *c)
 		{ NULL, s->rewinds_rto },
 		{ "short writes", s->short_writes },
 		{ "wnd updates", s->wnd_updates },
+		{ "wnd polls/updates", s->wnd_polls },
+		{ NULL, s->wnd_poll_updates },
 		{ "clamp sets", s->clamp_sets },
 		{ "fallbacks", s->clamp_fallbacks },
 		{ "timeouts", s->timeouts },

@@ -42,6 +42,9 @@ struct tcp_stats {
 					 * malformed (tcp_sack_input()) */
 	uint64_t short_writes;		/* guest data the socket refused */
 	uint64_t wnd_updates;		/* window updates on socket drain */
+	uint64_t wnd_polls;		/* window short of a segment measured
+					 * again on the timer (tcp_wnd_poll()) */
+	uint64_t wnd_poll_updates;	/* ... and found a segment's room */
 	uint64_t clamp_sets, clamp_fallbacks;
 	uint64_t timeouts;
 	uint64_t acks_delayed;		/* ACKs deferred (tcp_delack()) */

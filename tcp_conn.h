@@ -141,6 +141,11 @@ struct tcp_conn {
 	uint32_t pend_bytes;
 
 	int64_t timer_ms;		/* deadline on the tcp clock, 0: none */
+	int64_t wnd_poll_ms;		/* measure the window to the guest
+					 * again (tcp.c tcp_wnd_poll()), 0:
+					 * not due */
+	uint8_t wnd_poll_shift;		/* ... TCP_WND_POLL_MS doubled this
+					 * many times since the last success */
 	int64_t last_ms;		/* last activity, for inactivity */
 	int64_t ka_ms;			/* SO_KEEPALIVE due (tcp_timer()), 0:
 					 * set (or inherited from a listener) */
@@ -207,6 +212,8 @@ struct pkt;
 #define TCP_WS_TO_GUEST		9	/* our window scale: 32 MiB max */
 #define TCP_WND_SEGS		256	/* window to the guest: max segments */
 #define TCP_DELACK_MS		2	/* longest wait of a delayed ACK */
+#define TCP_WND_POLL_MS		1	/* window short of a segment after */
+#define TCP_WND_POLL_MAX_MS	64	/* EPOLLOUT: measured again, doubled */
 #define TCP_CONSUME_LAZY	(16u << 10)	/* acked bytes that may stay in
 						 * the socket (tcp_consume_lazy) */
 

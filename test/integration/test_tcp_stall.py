@@ -80,6 +80,45 @@ def test_stall_bulk(ferry_ns, shape, direction):
     assert all(per_s), per_s
 
 
+def test_stall_small_send_buffer(ferry_ns):
+    """Guest -> host with ferry's send buffer smaller than four of the
+    guest's segments (tcp_wmem max 128 KiB at MTU 65520: the kernel
+    reports room once a third of it is free, 3/4 of which ferry offers,
+    less than a segment). The guest sends no part of a segment into a
+    window it filled, so ferry must itself announce the room once a
+    segment fits, measuring again on a timer (tcp.c tcp_wnd_poll()):
+    before, the guest waited for its persist timer, 0.2 s about 25 times
+    per 256 MiB (5.3 s in all; 0.7 s with the polls). Checked here: the
+    transfer, no second without progress, and that ferry's polls found
+    the room (the timing is the unit test's, tcp_wnd_reopens_for_a_whole_
+    segment: no window update ever came before). 1 GiB; the host's reader
+    pauses once (the window closes, then reopens by a third of the buffer
+    at EPOLLOUT, short of a segment)."""
+    k = "net.ipv4.tcp_wmem"
+    saved = sysctl_get(k)
+    conftest.run(["sysctl", "-qw", f"{k}=4096 16384 131072"])
+    try:
+        f = ferry_ns()
+        # The host's reader stops for 0.3 s halfway: ferry's buffer fills
+        # at least then, whatever the load.
+        rcv, secs = check_transfer(f, False, "up", 4 * SIZE, timeout=300,
+                                   recv_opts=("--rate-log", "--pause-at",
+                                              str(2 * SIZE), "--pause",
+                                              "0.3"))
+    finally:
+        conftest.run(["sysctl", "-qw", f"{k}={saved}"])
+    f.stop()
+    log = f.logpath.read_text(errors="replace")
+    polls = re.findall(r"wnd polls/updates (\d+)/(\d+)", log)
+    per_s = per_second(rcv["slots"])
+    report({"shape": "wmem128k", "case": "up", "secs": round(secs, 2),
+            "per_s": per_s, "polls": polls[-1:]})
+    assert all(per_s), per_s
+    assert polls, log[-2000:]
+    assert int(polls[-1][1]) > 0, \
+        f"no window short of a segment was announced by a poll: {polls[-1]}"
+
+
 def per_second(slots, start=0.0, end=None):
     """Bytes per whole second from 100 ms slots in [start, end)."""
     out = []

@@ -26,7 +26,7 @@ size_t guest_frame(struct tguest *g, uint8_t *f, uint32_t seq,
 		   uint8_t flags, const void *data, size_t len,
 		   const uint8_t *opts, size_t optlen)
 {
-	uint8_t l4[2048];
+	uint8_t l4[9100];	/* up to MTU 9000 */
 
 	memset(l4, 0, TCP_HLEN + optlen);
 	wr16(l4, g->sport);
@@ -49,7 +49,7 @@ size_t guest_frame(struct tguest *g, uint8_t *f, uint32_t seq,
 void guest_send(struct tguest *g, uint8_t flags, const void *data,
 		size_t len, const uint8_t *opts, size_t optlen)
 {
-	uint8_t f[2200];
+	uint8_t f[9200];
 	size_t n = guest_frame(g, f, g->seq, flags, data, len, opts, optlen);
 
 	test_input(g->c, f, n);

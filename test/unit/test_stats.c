@@ -53,6 +53,7 @@ TEST(stats_lines_exact)
 	t->opened = 12; t->refused = 13; t->rst_to_guest = 14;
 	t->rst_from_guest = 15; t->rewinds_dupack = 16; t->rewinds_rto = 17;
 	t->short_writes = 18; t->wnd_updates = 19; t->clamp_sets = 20;
+	t->wnd_polls = 59; t->wnd_poll_updates = 60;
 	t->clamp_fallbacks = 21; t->timeouts = 22; t->acks_delayed = 23;
 	t->acks_delack_timer = 24; t->acks_carried = 47;
 	t->sack_rewinds = 51; t->sack_skips = 48; t->sack_skipped = 49;
@@ -80,7 +81,7 @@ TEST(stats_lines_exact)
 		"10 ICMP errors to guest, 11 datagrams on the loopback path\n"
 		"stats: tcp opened 12 refused 13 rst to/from guest 14/15 "
 		"rewinds dupack/rto 16/17 short writes 18 wnd updates 19 "
-		"clamp sets 20 fallbacks 21 timeouts 22 acks delayed 23 "
+		"wnd polls/updates 59/60 clamp sets 20 fallbacks 21 timeouts 22 acks delayed 23 "
 		"sent by timer 24 acks carried 47 "
 		"sack rewinds/skips/bytes/ignored 51/48/49/50\n"
 		"stats: tcp ooo segments 25 bytes 26 delivered 27 drops "
@@ -107,7 +108,7 @@ TEST(stats_quiet_modules_say_nothing)
 		"stats: from guest 0 frames 0 bytes, to guest 0 frames 0 bytes\n"
 		"stats: tcp opened 0 refused 0 rst to/from guest 0/0 "
 		"rewinds dupack/rto 0/0 short writes 0 wnd updates 0 "
-		"clamp sets 0 fallbacks 0 timeouts 0 acks delayed 0 "
+		"wnd polls/updates 0/0 clamp sets 0 fallbacks 0 timeouts 0 acks delayed 0 "
 		"sent by timer 0 acks carried 0 "
 		"sack rewinds/skips/bytes/ignored 0/0/0/0\n"));
 	free(out);

@@ -1179,3 +1179,78 @@ TEST(tcp_wnd_cap_is_not_low)
 	CHECK_EQ(c->tcp.st.short_writes, 0);
 	tconn_close(&g, a);
 }
+
+/* A send buffer smaller than four of the guest's segments (a small
+ * net.ipv4.tcp_wmem, or the kernel trimming buffers under memory
+ * pressure): the kernel reports room (EPOLLOUT) once a third of the
+ * buffer is free, and then not again until a write is refused, so the
+ * window measured there can stay below one segment. A sender does not
+ * send less than a segment into a window it has filled (RFC 9293
+ * 3.8.6.2.1; Linux tcp_snd_wnd_test()): it waits for its persist timer,
+ * 200 ms and more, doubled per probe. Seen: 256 MiB guest -> host with
+ * tcp_wmem max 128 KiB stalled 0.2 s about 25 times. ferry must itself
+ * tell the guest when a whole segment fits again. */
+TEST(tcp_wnd_reopens_for_a_whole_segment)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40033 };
+	static uint8_t seg[8960], sink[65536];
+	const uint32_t mss = sizeof(seg);
+	struct tcp_conn *conn;
+	uint32_t ack, room = 0;
+	int a, i, small = 8192, tiny = 4096;
+	uint16_t wnd, wnd_field = 0xffff;
+	bool reopened = false;
+
+	c->conf.mtu = 9000;
+	c->link.rx_tso = false;
+	a = tconn_open(&g, false, NULL);
+	CHECK(a >= 0);
+	conn = FLOW_PRIV(flow_first(&c->flows, FLOW_TCP), struct tcp_conn);
+	CHECK_EQ(tcp_mss_from_guest(c, flow_first(&c->flows, FLOW_TCP)), mss);
+	setsockopt(conn->sock, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	setsockopt(a, SOL_SOCKET, SO_RCVBUF, &tiny, sizeof(tiny));
+	conn->wnd_written = conn->wnd_base;	/* measured at the next batch */
+	/* The window already offered was measured with the old size: the
+	 * guest uses it up while the host reads. Then the host stops reading
+	 * and the guest sends whole segments while the window has room for
+	 * one. */
+	for (i = 0, room = mss; i < 4000 && room >= mss; i++) {
+		bool reading = i < 2000 && wnd_field >= 65536 >> TCP_WS_TO_GUEST;
+
+		test_tx_reset(c);
+		guest_send(&g, TCP_F_ACK, seg, mss, NULL, 0);
+		if (!wnd_ack(c, &ack, &wnd)) {
+			advance(c, TCP_DELACK_MS + 1);
+			CHECK(wnd_ack(c, &ack, &wnd));
+		}
+		while (reading && recv_all(a, sink, sizeof(sink)) > 0)
+			;
+		wnd_field = wnd;
+		g.seq = ack;	/* what the socket refused is sent again */
+		room = ack + ((uint32_t)wnd << TCP_WS_TO_GUEST) - g.seq;
+	}
+	CHECK(room < mss);			/* the guest waits */
+	CHECK(conn->sndbuf < 4 * mss);		/* the case */
+	/* The host reads everything from now on; the guest sends nothing.
+	 * A window update with room for a segment must come (within 2 s
+	 * here: without one, the guest would wait for its persist timer). */
+	for (i = 0; i < 400 && !reopened; i++) {
+		size_t k;
+
+		while (recv_all(a, sink, sizeof(sink)) > 0)
+			;
+		test_tx_reset(c);
+		pump(c, 5, 1);
+		for (k = 0; k < test_tx_n(c); k++) {
+			struct pkt p;
+
+			if (!seg_at(c, k, &p) || p.tcp.ack != g.seq)
+				continue;
+			if (((uint32_t)p.tcp.window << TCP_WS_TO_GUEST) >= mss)
+				reopened = true;
+		}
+	}
+	CHECK(reopened);
+	tconn_close(&g, a);
+}
