@@ -34,7 +34,9 @@ void guest_send(struct tguest *g, uint8_t flags, const void *data,
 		size_t len, const uint8_t *opts, size_t optlen);
 
 /* pump() - run the TCP part of the event loop for up to ms or until
- * at least want frames went to the guest. */
+ * at least want frames went to the guest. The loop's clock (c->now) runs
+ * only inside pumps, from where the last left it (or advance() put it),
+ * by at most ms: a test's own delays are not the loop's time. */
 void pump(struct ctx *c, int ms, size_t want);
 
 /* advance() - move the injected clock on by ms and run the TCP timers
