@@ -26,9 +26,14 @@
  *
  * What a segment of a remembered connection gets (RFC 9293 3.10.7.4,
  * TIME-WAIT; the table has no state but the numbers):
- * - RST: the entry is forgotten, no answer (RFC 9293; RFC 1337's
- *   alternative, ignoring it, only matters against old duplicates of a
- *   network, which a point-to-point link to the guest does not hold);
+ * - RST: ignored, the entry stays (RFC 1337's fix for TIME-WAIT
+ *   assassination; RFC 9293 and Linux by default forget it). A closed
+ *   guest answers our late segments with an RST, and its own segments
+ *   sent before that RST can arrive after it (the fault injector holds
+ *   and reorders them; a guest that retransmits while our ACK travels
+ *   does the same): once forgotten, such a late ACK met no entry and
+ *   drew an RST of its own (NO_FLOW; 1 in ~320 lossy downloads). Kept,
+ *   it is dropped or answered as any other late segment;
  * - a SYN: a new connection (RFC 9293 3.6.1 MAY-2): the entry is
  *   forgotten and the new connection's ISN toward the guest is put
  *   TCP_TW_ISN_GAP beyond the old snd_nxt when the RFC 6528 ISN is not
@@ -70,7 +75,7 @@
  * entries are dropped from the ring's head when a close is added, and
  * one found expired by a lookup is forgotten there. No timer. When the
  * ring is full the oldest slot is taken (counted, `recycled`). An entry
- * forgotten early (RST, SYN, a FIN restarting it: it moves to the
+ * forgotten early (a SYN, a FIN restarting it: it moves to the
  * ring's tail) leaves its slot behind until the head passes it. The
  * lookup is a hash of the flow key (flow.h flow_key_hash(): the flow
  * table's SipHash secret under another salt) into TCP_TW_BUCKETS chains
@@ -245,9 +250,9 @@ bool tcp_tw_input(struct ctx *c, const struct pkt *p, const struct flow_key *k,
 	if (!(e = tw_find(c, k)))
 		return false;
 	*r = DROP_NONE;
-	if (t->flags & TCP_F_RST) {
+	if (t->flags & TCP_F_RST) {	/* RFC 1337: kept, no answer */
 		c->tcp.tw_st.reset++;
-		tw_forget(c, e);
+		*r = DROP_TCP_TIME_WAIT;
 		return true;
 	}
 	if (!(t->flags & TCP_F_ACK) ||

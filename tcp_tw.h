@@ -33,7 +33,7 @@ struct tcp_tw_stats {
 	uint64_t acked;		/* late data or FIN answered with our ACK */
 	uint64_t dropped;	/* late pure ACKs dropped (DROP_TCP_TIME_WAIT) */
 	uint64_t reopened;	/* new SYNs on a remembered 4-tuple */
-	uint64_t reset;		/* entries ended by the guest's RST */
+	uint64_t reset;		/* the guest's RSTs, ignored (RFC 1337) */
 	uint64_t recycled;	/* entries dropped unexpired: table full */
 	uint64_t expired;	/* entries that ran out (counted when seen) */
 };
