@@ -809,8 +809,11 @@ int64_t udp_fwd_timer(struct ctx *c)
 	}
 	if (c->udp.scan_ms)
 		next = c->udp.scan_due_ms - now;
-	for (dir = 0; dir < 2; dir++)
-		next = MIN(next, retry_timer(c, dir, now));
+	for (dir = 0; dir < 2; dir++) {
+		int64_t r = retry_timer(c, dir, now);	/* acts: once */
+
+		next = MIN(next, r);
+	}
 	return next;
 }
 

@@ -18,6 +18,8 @@
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
+/* MIN()/MAX() evaluate an argument twice: never pass one that acts
+ * (tcp_read_batch() sent a second FIN that way). */
 #define MIN(a, b)	((a) < (b) ? (a) : (b))
 #define MAX(a, b)	((a) > (b) ? (a) : (b))
 #define ROUND_UP(x, a)	(((x) + (a) - 1) / (a) * (a))
