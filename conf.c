@@ -591,7 +591,7 @@ static bool h_search(struct conf *c, struct pstate *ps, const struct opt *o,
 		n = strcspn(s, " ,");
 		if (!name_ok(s, n))
 			return bad(ps, "'%.*s' is not a valid domain name",
-				   (int)MIN(n, 80), s);
+				   (int)MIN(n, 80u), s);
 		if (c->search_count >= CONF_MAX_SEARCH)
 			return bad(ps, "more than %d search domains",
 				   CONF_MAX_SEARCH);

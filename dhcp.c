@@ -245,7 +245,7 @@ static bool opt_put(struct dhcp_out *o, uint8_t code, const void *v,
 	if (o->sent[code] || o->len + chunks * 2 + len > o->max)
 		return false;
 	do {
-		size_t n = MIN(len - done, 255);
+		size_t n = MIN(len - done, 255u);
 
 		o->b[o->len++] = code;
 		o->b[o->len++] = (uint8_t)n;
@@ -376,7 +376,7 @@ static void put_option(const struct ctx *c, const struct dhcp_req *r,
 		break;
 	case OPT_HOSTNAME:
 		if ((n = strnlen(cf->hostname, sizeof(cf->hostname))))
-			opt_put(o, code, cf->hostname, MIN(n, 255));
+			opt_put(o, code, cf->hostname, MIN(n, 255u));
 		break;
 	case OPT_DOMAIN:
 		if (cf->search_count && !cf->no_dhcp_search &&
@@ -421,7 +421,7 @@ static size_t reply_limit(const struct ctx *c, const struct dhcp_req *r)
 	if (r->max_size > lim)
 		lim = r->max_size;
 	if (c->conf.mtu && c->conf.mtu < lim)
-		lim = MAX(c->conf.mtu, DHCP_DEF_MAX);
+		lim = MAX(c->conf.mtu, (unsigned int)DHCP_DEF_MAX);
 	lim -= IP4_HLEN + UDP_HLEN;
 	return MIN(lim, (size_t)DHCP_MSG_MAX);
 }

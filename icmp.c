@@ -117,7 +117,7 @@ static bool probe(int af, int *why)
 
 uint32_t icmp_flow_cap(uint32_t budget)
 {
-	return MIN(MAX(budget / 8, 1u), ICMP_FLOWS_MAX);
+	return MIN(MAX(budget / 8, 1u), (uint32_t)ICMP_FLOWS_MAX);
 }
 
 void icmp_init(struct ctx *c)
@@ -280,7 +280,7 @@ bool icmp_group_allowed(const char *path, uint32_t gid)
  * at most ICMP_POOL_MAX. Returns how many it opened. */
 static unsigned int pool_fill(struct ctx *c, bool v6)
 {
-	unsigned int want = MIN(MAX(c->icmp.max_flows / 2, 1u), ICMP_POOL_MAX);
+	unsigned int want = MIN(MAX(c->icmp.max_flows / 2, 1u), (unsigned int)ICMP_POOL_MAX);
 	struct icmp_pool *pl = pool_of(c, v6);
 	int s;
 

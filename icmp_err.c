@@ -217,7 +217,7 @@ void icmp_echo_requote(uint8_t *m, size_t len, uint16_t id,
  * whole payload is known, else zero (nobody verifies a quote). */
 static size_t quote_udp(uint8_t *q, size_t max, const struct icmp_err_orig *o)
 {
-	size_t ulen = MIN(UDP_HLEN + o->full_len, 65535);
+	size_t ulen = MIN(UDP_HLEN + o->full_len, 65535u);
 	size_t n = MIN(o->len, max - UDP_HLEN);
 
 	wr16(q, o->sport);
@@ -267,7 +267,7 @@ bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
 	buf[1] = code;
 	if (v6) {
 		uint8_t *q = ip6_build(buf + ICMP6_HLEN, &o->src.a6, &o->dst.a6,
-				       proto, MIN(ulen, 65535), 64);
+				       proto, MIN(ulen, 65535u), 64);
 
 		if (type == 2)
 			wr32(buf + 4, mtu);
@@ -276,10 +276,10 @@ bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
 				    buf, ICMP6_HLEN + IP6_HLEN + n);
 	}
 	uint8_t *q = ip4_build(buf + ICMP_HLEN, o->src.v4m.a4, o->dst.v4m.a4,
-			       proto, MIN(ulen, 65535 - IP4_HLEN), 0);
+			       proto, MIN(ulen, 65535u - IP4_HLEN), 0);
 
 	if (code == 4)
-		wr16(buf + 6, (uint16_t)MIN(mtu, 65535));
+		wr16(buf + 6, (uint16_t)MIN(mtu, 65535u));
 	n = quote(q, ICMP4_QUOTE_MAX - IP4_HLEN, o);
 	return tap_send_ip4(c, src.v4m.a4, o->src.v4m.a4, IPPROTO_ICMP, buf,
 			    ICMP_HLEN + IP4_HLEN + n);

@@ -173,7 +173,7 @@ static size_t ra_search(const struct conf *cf, uint8_t *b, size_t room)
 
 	size_t names;
 
-	room = MIN(room, 255 * 8);
+	room = MIN(room, 255u * 8);
 	if (room < 16 || !(names = dns_names_put(b + 8, room - 8 - 7, cf)))
 		return 0;
 	n = ROUND_UP(8 + names, 8);

@@ -111,7 +111,7 @@ static size_t payload_max(const struct ctx *c, bool v6)
 
 	if (mtu <= hdr)
 		return 0;
-	return MIN(mtu - hdr, v6 ? UDP_PAYLOAD_MAX6 : UDP_PAYLOAD_MAX4);
+	return MIN(mtu - hdr, (size_t)(v6 ? UDP_PAYLOAD_MAX6 : UDP_PAYLOAD_MAX4));
 }
 
 /* frame_hdrlen() - Ethernet, IP and UDP header bytes of a frame. */

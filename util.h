@@ -18,10 +18,21 @@
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
-/* MIN()/MAX() evaluate an argument twice: never pass one that acts
- * (tcp_read_batch() sent a second FIN that way). */
-#define MIN(a, b)	((a) < (b) ? (a) : (b))
-#define MAX(a, b)	((a) > (b) ? (a) : (b))
+/* MIN()/MAX() evaluate each argument exactly once, so an argument that
+ * acts (a call that sends, binds or moves state) runs once: the old
+ * two-evaluation form sent a second FIN from tcp_read_batch() and ran
+ * udp_fwd's retry round twice. Both operands are compared after the usual
+ * arithmetic conversions, as `<` would; -Wsign-compare sees the
+ * operands as variables, so a literal against an unsigned needs its `u`.
+ * Not usable at file scope (a GNU statement expression); __COUNTER__
+ * keeps the inner names of nested uses apart (-Wshadow). */
+#define MINMAX_(a, b, op, n)	__extension__ ({			\
+		__typeof__(a) mm_a_##n = (a);				\
+		__typeof__(b) mm_b_##n = (b);				\
+		mm_a_##n op mm_b_##n ? mm_a_##n : mm_b_##n; })
+#define MINMAX_N_(a, b, op, n)	MINMAX_(a, b, op, n)
+#define MIN(a, b)	MINMAX_N_(a, b, <, __COUNTER__)
+#define MAX(a, b)	MINMAX_N_(a, b, >, __COUNTER__)
 #define ROUND_UP(x, a)	(((x) + (a) - 1) / (a) * (a))
 #define UNUSED		__attribute__((unused))
 
