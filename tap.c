@@ -94,24 +94,36 @@ void tap_detach(struct ctx *c)
 	c->guest_mac_known = false;
 }
 
-/* learn_guest() - remember the guest's MAC and source addresses. */
-static void learn_guest(struct ctx *c, const struct pkt *p)
+/* learn_guest_mac() - remember the guest's MAC (pkt_parse() refused a
+ * multicast source already). */
+static void learn_guest_mac(struct ctx *c, const struct pkt *p)
 {
 	if (!c->guest_mac_known || memcmp(c->guest_mac, p->eth_src, 6)) {
 		memcpy(c->guest_mac, p->eth_src, 6);
 		c->guest_mac_known = true;
 	}
-	if (!p->is_ip)
+}
+
+/* src4_ok() - whether an IPv4 source (host order) can be a guest's own
+ * address: not unspecified, multicast, broadcast or loopback. */
+static bool src4_ok(uint32_t s)
+{
+	return s && !IN_MULTICAST(s) && s != INADDR_BROADCAST &&
+	       (s >> 24) != 127;
+}
+
+/* learn_guest6() - remember the guest's IPv6 source address, link-local
+ * or not, if it can be the guest's own: the caller refused IPv4-mapped
+ * sources; multicast, loopback and unspecified ones teach nothing (the
+ * frame is dropped for them later, or is NDP's DAD). */
+static void learn_guest6(struct ctx *c, const struct in6_addr *a)
+{
+	if (in6_is_mcast(a) || IN6_IS_ADDR_LOOPBACK(a) || in6_is_unspec(a))
 		return;
-	if (!p->is_v6) {
-		if (!in4_is_unspec(&p->src4))
-			c->guest_seen4 = p->src4;
-	} else if (IN6_IS_ADDR_LINKLOCAL(&p->src6)) {
-		c->guest_ll6 = p->src6;
-	} else if (!in6_is_unspec(&p->src6) &&
-		   !IN6_IS_ADDR_V4MAPPED(&p->src6)) {	/* refused anyway */
-		c->guest_seen6 = p->src6;
-	}
+	if (IN6_IS_ADDR_LINKLOCAL(a))
+		c->guest_ll6 = *a;
+	else
+		c->guest_seen6 = *a;
 }
 
 /* dispatch_l4() - transport handler for a packet that passed the
@@ -138,11 +150,12 @@ static enum drop_reason dispatch_ip4(struct ctx *c, const struct pkt *p)
 
 	if (!c->conf.ip4.enabled)
 		return DROP_IP_DISABLED;
+	if (src4_ok(s))		/* only a source the checks accept */
+		c->guest_seen4 = p->src4;
 	if (p->l4proto == IPPROTO_UDP && p->udp.dport == 67)
 		return c->conf.no_dhcp ? DROP_SERVICE_DISABLED
 				       : dhcp_input(c, p);
-	if (!s || IN_MULTICAST(s) || s == INADDR_BROADCAST ||
-	    (s >> 24) == 127)
+	if (!src4_ok(s))
 		return DROP_IP4_SRC;
 	if (in4_is_mcast_or_bcast(p->dst4))
 		return DROP_MCAST_BCAST;
@@ -161,6 +174,7 @@ static enum drop_reason dispatch_ip6(struct ctx *c, const struct pkt *p)
 		return DROP_IP6_SRC;
 	if (IN6_IS_ADDR_V4MAPPED(&p->dst6))
 		return DROP_IP6_DST;
+	learn_guest6(c, &p->src6);
 	if (p->l4proto == IPPROTO_ICMPV6 && p->icmp.type >= 133 &&
 	    p->icmp.type <= 137)
 		return c->conf.no_ndp ? DROP_SERVICE_DISABLED : ndp_input(c, p);
@@ -191,7 +205,7 @@ static void tap_dispatch(struct ctx *c, const uint8_t *frame, size_t len)
 	if (r == DROP_NONE)
 		r = pkt_parse_off(frame, len, true, &o, &p);
 	if (r == DROP_NONE) {
-		learn_guest(c, &p);
+		learn_guest_mac(c, &p);
 		if (p.ethertype == ETH_P_ARP_)
 			r = arp_input(c, &p);
 		else if (!p.is_v6)

@@ -19,9 +19,10 @@
 
 #define G6	"2001:db8::2"
 
-/* udp6() - the guest's IPv6 datagram src:9 -> dst:port, one byte. */
-static void udp6(struct ctx *c, const char *src, const char *dst,
-		 uint16_t port)
+/* udp_any() - the guest's datagram src:9 -> dst:port, one byte, over
+ * IPv6 or IPv4. */
+static void udp_any(struct ctx *c, bool v6, const char *src,
+		    const char *dst, uint16_t port)
 {
 	uint8_t l4[UDP_HLEN + 1], f[ETH_HLEN_ + IP6_HLEN + sizeof(l4)];
 
@@ -30,9 +31,14 @@ static void udp6(struct ctx *c, const char *src, const char *dst,
 	wr16(l4 + 4, sizeof(l4));
 	wr16(l4 + 6, 0);
 	l4[UDP_HLEN] = 'a';
-	test_input(c, f, test_frame_ip6(f, src, dst, IPPROTO_UDP, l4,
-					sizeof(l4)));
+	test_input(c, f, v6 ? test_frame_ip6(f, src, dst, IPPROTO_UDP, l4,
+					     sizeof(l4))
+			    : test_frame_ip4(f, src, dst, IPPROTO_UDP, l4,
+					     sizeof(l4)));
 }
+
+#define udp6(c, s, d, p)	udp_any(c, true, s, d, p)
+#define udp4(c, s, d, p)	udp_any(c, false, s, d, p)
 
 /* syn6() - the guest's IPv6 SYN src:40000 -> dst:port. */
 static void syn6(struct ctx *c, const char *src, const char *dst,
@@ -75,6 +81,47 @@ TEST(hostile_v4mapped_ipv6_refused)
 	CHECK(in6_is_unspec(&c->guest_seen6) ||
 	      !IN6_IS_ADDR_V4MAPPED(&c->guest_seen6));
 	close(ls);
+	udp_close_all(c);
+	tcp_test_free(c);
+}
+
+/* A frame dropped for its source address teaches nothing: the addresses
+ * ferry takes for the guest's own (inbound connections without a
+ * configured address go there; nat_outbound() keeps traffic to them off
+ * the host) are learned only from sources the checks accept, so one
+ * forged loopback, broadcast or multicast source cannot redirect the
+ * guest's forwarded connections. Valid sources still teach. */
+TEST(hostile_dropped_source_not_learned)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct in6_addr g6;
+
+	udp_init(c);
+	c->conf.ip4.addr.s_addr = 0;		/* learned, not configured */
+	c->guest_seen4.s_addr = 0;
+	memset(&c->guest_seen6, 0, sizeof(c->guest_seen6));
+	memset(&c->guest_ll6, 0, sizeof(c->guest_ll6));
+	udp4(c, "127.0.0.1", "198.51.100.1", 53);
+	udp4(c, "255.255.255.255", "198.51.100.1", 53);
+	udp4(c, "224.0.0.1", "198.51.100.1", 53);
+	CHECK_EQ(c->stats.drops[DROP_IP4_SRC], 3);
+	CHECK(in4_is_unspec(&c->guest_seen4));
+	udp6(c, "::1", "2001:db8::1", 53);
+	udp6(c, "ff02::1", "2001:db8::1", 53);
+	CHECK_EQ(c->stats.drops[DROP_IP6_SRC], 2);
+	CHECK(in6_is_unspec(&c->guest_seen6));
+	CHECK(in6_is_unspec(&c->guest_ll6));
+	/* Valid sources teach, dropped or not later (a multicast
+	 * destination here). */
+	udp4(c, "198.51.100.7", "224.0.0.251", 5353);
+	CHECK_EQ(ntohl(c->guest_seen4.s_addr), 0xc6336407u);
+	udp6(c, "fe80::7", "ff02::fb", 5353);
+	udp6(c, G6, "ff02::fb", 5353);
+	inet_pton(AF_INET6, G6, &g6);
+	CHECK(in6_eq(&c->guest_seen6, &g6));
+	inet_pton(AF_INET6, "fe80::7", &g6);
+	CHECK(in6_eq(&c->guest_ll6, &g6));
+	CHECK_EQ(c->stats.drops[DROP_MCAST_BCAST], 3);
 	udp_close_all(c);
 	tcp_test_free(c);
 }
