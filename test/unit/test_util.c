@@ -122,6 +122,13 @@ TEST(util_accept_refuse_spare)
 	CHECK(ok);
 }
 
+/* counted() - v, counting the call in *n: an argument that acts. */
+static unsigned int counted(unsigned int *n, unsigned int v)
+{
+	(*n)++;
+	return v;
+}
+
 /* MIN()/MAX() evaluate each argument once (an argument that acts, like
  * tcp_sendable() sending a FIN, ran twice with the old form), nest without
  * shadowing, and compare after the usual conversions as `<` does. */
@@ -130,11 +137,12 @@ TEST(util_minmax_single_evaluation)
 	unsigned int calls = 0, x = 7;
 	size_t big = 1u << 20;
 
-	CHECK_EQ(MIN(x + (calls++ * 0), 9u), 7u);
+	CHECK_EQ(MIN(counted(&calls, x), 9u), 7u);
 	CHECK_EQ(calls, 1u);
-	CHECK_EQ(MAX(calls++, 0u), 1u);
+	CHECK_EQ(MAX(counted(&calls, 1), 0u), 1u);
 	CHECK_EQ(calls, 2u);
-	CHECK_EQ(MIN(MIN(calls++, 5u), MAX(calls++, 1u)), 2u);
+	CHECK_EQ(MIN(MIN(counted(&calls, 2), 5u), MAX(counted(&calls, 3), 1u)),
+		 2u);
 	CHECK_EQ(calls, 4u);
 	CHECK_EQ(MIN(big, (size_t)x), (size_t)7);
 	CHECK_EQ(MAX((int64_t)-1, (int64_t)x), (int64_t)7);
