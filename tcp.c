@@ -772,7 +772,8 @@ static void tcp_dirty(struct ctx *c, struct flow *fl)
 
 /* tcp_ack_input() - the guest's ACK and window (RFC 9293 3.10.7.4 step
  * 5): acknowledged bytes are marked for consumption, three duplicate ACKs
- * rewind, a grown window lets more data out. A duplicate ACK has the
+ * rewind (one, when the SACK blocks already show the segment at the ACK
+ * lost: tcp_sack_una_lost()), a grown window lets more data out. A duplicate ACK has the
  * window of the ACK before (RFC 5681), or SACK blocks whatever its window
  * (RFC 6675): a guest receiving beyond a hole may grow its window in
  * every one of them. The SACK blocks go to the scoreboard, which the
@@ -828,7 +829,8 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	if (dup && conn->dup_acks < 3 &&
 	    !p->payload_len && (!wnd_changed || t->has_sack) &&
 	    !(t->flags & (TCP_F_SYN | TCP_F_FIN)) &&
-	    seq_lt(ack, conn->seq_to_guest) && ++conn->dup_acks == 3) {
+	    seq_lt(ack, conn->seq_to_guest) &&
+	    (++conn->dup_acks == 3 || tcp_sack_una_lost(conn))) {
 		c->tcp.st.rewinds_dupack++;
 		tcp_rewind(c, fl, true);
 		conn->flags |= TCP_C_TX_NOW;

@@ -318,6 +318,9 @@ uint32_t tcp_sack_hole_len(const struct tcp_conn *conn);
  * the guest's SACK blocks or ACK show lost: true, its start in *hole.
  * moved: the ACK being taken advanced the cumulative ACK. */
 bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole, bool moved);
+/* tcp_sack_una_lost() - outside a recovery, the SACK blocks show the
+ * segment at the ACK lost (one duplicate ACK then does, RFC 6675). */
+bool tcp_sack_una_lost(const struct tcp_conn *conn);
 /* tcp_sack_rewound() - a rewind (fast: duplicate ACKs or a lost hole)
  * starts or continues the recovery; a timeout ends it. */
 void tcp_sack_rewound(struct tcp_conn *conn, bool fast);

@@ -32,7 +32,9 @@
  * NextSeg() rule 2 before rule 3). After a timeout the resend goes on
  * from there, and only the first timeout keeps the scoreboard: a guest
  * may renege (RFC 2018 section 8), and a second timeout without progress
- * sends everything again.
+ * sends everything again. Outside a recovery, one duplicate ACK starts
+ * one when the blocks already show the segment at the ACK lost (RFC 6675
+ * section 5, IsLost(HighACK + 1), tcp_sack_una_lost()).
  */
 #include <string.h>
 
@@ -248,6 +250,26 @@ bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole, bool moved)
 		return false;
 	*hole = p;
 	return true;
+}
+
+/* tcp_sack_una_lost() - outside a recovery: whether the scoreboard shows
+ * the segment at the cumulative ACK lost, TCP_SACK_LOST_SEGS segments
+ * SACKed above it (RFC 6675 section 5, step 3.2: a duplicate ACK then
+ * starts the recovery without waiting for the third). A sender the
+ * guest's window holds to a short segment per round draws one duplicate
+ * ACK per round, never three. */
+bool tcp_sack_una_lost(const struct tcp_conn *conn)
+{
+	uint32_t above = 0;
+	unsigned int i;
+
+	if (conn->sack_rec && seq_lt(conn->seq_acked_by_guest,
+				     conn->sack_recover))
+		return false;
+	for (i = 0; i < conn->nsacked; i++)	/* all above the ACK */
+		above += (uint32_t)seq_diff(conn->sacked[i].r,
+					    conn->sacked[i].l);
+	return above >= TCP_SACK_LOST_SEGS * conn->mss_to_guest;
 }
 
 /* tcp_sack_rewound() - after a rewind: a recovery starts unless one is

@@ -2,8 +2,10 @@
  * (tcp_sack.c): after a loss only the holes go out again, with the
  * kernel's peek offset or the scratch-buffer skip; malformed,
  * out-of-window and D-SACK blocks are ignored, a cumulative ACK prunes
- * the scoreboard, a timeout keeps it once, and a hole the guest's later
- * blocks show lost is resent on its own during the recovery. */
+ * the scoreboard, a timeout keeps it once, a hole the guest's later
+ * blocks show lost is resent on its own during the recovery, and one
+ * duplicate ACK starts a recovery when its blocks show the hole at the
+ * ACK lost. */
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -493,5 +495,73 @@ TEST(tcp_sack_partial_ack_in_forgotten_span_after_timeout)
 	g.ack = first + 34 * MSS;
 	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
 	CHECK(sent_check(c, first, seg34, 1));
+	tconn_close(&g, a);
+}
+
+/* One duplicate ACK starts the recovery when its blocks already show
+ * the segment at the ACK lost: three segments SACKed above it (RFC 6675
+ * section 5, IsLost(HighACK + 1)). A window-limited sender draws one
+ * duplicate ACK per round, never three; before, the hole waited for the
+ * 200 ms timer. Fewer segments above it wait for more duplicates (a
+ * reordered segment); a duplicate with blocks counts whatever its
+ * window (the guest's buffer autotuning). */
+TEST(tcp_sack_one_dupack_starts_recovery)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40213 };
+	static const uint32_t hole0[][2] = { { 0, MSS } };
+	uint32_t first = 0, len = 40000;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, len, false, &first);
+
+	CHECK(a >= 0);
+	/* two segments above the hole: a reorder, perhaps */
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 3 } }, 1, len);
+	dupacks(&g, first, o, olen, 1);
+	CHECK_EQ(test_tx_n(c), 0);
+	/* a third, in a duplicate that also grows the window: lost */
+	g.wnd = 60000;
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 4 } }, 1, len);
+	dupacks(&g, first, o, olen, 1);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	CHECK(sent_check(c, first, hole0, 1));
+	/* the recovery's later duplicates resend nothing */
+	test_tx_reset(c);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 6 } }, 1, len);
+	dupacks(&g, first, o, olen, 2);
+	CHECK_EQ(test_tx_n(c), 0);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	tconn_close(&g, a);
+}
+
+/* What does not start a recovery on one duplicate ACK: blocks at or
+ * below the ACK (stale, or a D-SACK) are not taken, however long; a
+ * window update without blocks is no duplicate. Three duplicates still
+ * do, the scoreboard empty (everything from the ACK). */
+TEST(tcp_sack_one_dupack_stale_blocks)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40214 };
+	uint32_t first = 0;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, 8000, false, &first);
+
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 0, 4 } }, 1, 8000);
+	dupacks(&g, first + 2 * MSS, o, olen, 1);	/* the ACK moves */
+	test_tx_reset(c);
+	dupacks(&g, first + 2 * MSS, o, olen, 1);
+	CHECK_EQ(c->tcp.st.sack_ignored, 2);
+	CHECK_EQ(sconn(c)->nsacked, 0);
+	CHECK_EQ(test_tx_n(c), 0);
+	g.wnd = 50000;
+	dupacks(&g, first + 2 * MSS, NULL, 0, 1);	/* a window update */
+	CHECK_EQ(test_tx_n(c), 0);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 0);
+	dupacks(&g, first + 2 * MSS, o, olen, 2);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	CHECK(sent_check(c, first, all6 + 2, 4));
 	tconn_close(&g, a);
 }
