@@ -32,9 +32,14 @@
  * NextSeg() rule 2 before rule 3). After a timeout the resend goes on
  * from there, and only the first timeout keeps the scoreboard: a guest
  * may renege (RFC 2018 section 8), and a second timeout without progress
- * sends everything again. Outside a recovery, one duplicate ACK starts
- * one when the blocks already show the segment at the ACK lost (RFC 6675
- * section 5, IsLost(HighACK + 1), tcp_sack_una_lost()).
+ * sends everything again. A later rewind in a recovery the timer began
+ * (three duplicate ACKs, a lost hole) ends at the highest SACKed range
+ * once past the timeout's end, sack_recover (tcp_sack_fast_at()): what
+ * went out after the timeout's resend was not reported lost, and RFC
+ * 6675 section 5.1 leaves the resends after a timeout to the SACK
+ * information. Outside a recovery, one duplicate ACK starts one when
+ * the blocks already show the segment at the ACK lost (RFC 6675 section
+ * 5, IsLost(HighACK + 1), tcp_sack_una_lost()).
  */
 #include <string.h>
 
@@ -147,13 +152,24 @@ void tcp_sack_input(struct tcp_conn *conn, const struct tcp_view *t,
 	}
 }
 
+/* tcp_sack_fast_at() - whether a resend at nxt ends at the highest
+ * SACKed range, as a fast retransmit's does: in a fast recovery, and in
+ * one the timer began once past its end (sack_recover): the bytes there
+ * were sent after the timeout's resend, and no block showed them lost. */
+static bool tcp_sack_fast_at(const struct tcp_conn *conn, seq_t nxt)
+{
+	return conn->sack_fast ||
+	       (conn->sack_rec && seq_ge(nxt, conn->sack_recover));
+}
+
 /* tcp_sack_skip_len() - during a resend, the bytes from seq_to_guest the
  * next read steps over (none at the cumulative ACK: that hole is always
- * resent): in a fast recovery what it resent already; SACKed ranges;
+ * resent): in a recovery what it resent already; SACKed ranges;
  * the span whose ranges a full scoreboard dropped (tcp_sack_known()),
- * whose holes wait for the guest's next duplicate ACKs; and in a fast
- * recovery, at the highest SACKed range or that span, everything up to
- * snd_max (not reported lost). Never more than the rewound data. */
+ * whose holes wait for the guest's next duplicate ACKs; and where the
+ * resend ends at the highest SACKed range (tcp_sack_fast_at()), at it or
+ * at that span, everything up to snd_max (not reported lost). Never more
+ * than the rewound data. */
 uint32_t tcp_sack_skip_len(const struct tcp_conn *conn)
 {
 	seq_t nxt = conn->seq_to_guest, una = conn->seq_acked_by_guest;
@@ -167,7 +183,7 @@ uint32_t tcp_sack_skip_len(const struct tcp_conn *conn)
 	for (i = 0; i <= n; i++) {	/* ranges in order, the span too */
 		if (conn->sack_trunc && seq_ge(nxt, tcp_sack_known(conn)) &&
 		    seq_lt(nxt, conn->sack_trunc_r)) {
-			if (conn->sack_fast)
+			if (tcp_sack_fast_at(conn, nxt))
 				return conn->rewound;
 			nxt = conn->sack_trunc_r;
 		}
@@ -175,7 +191,7 @@ uint32_t tcp_sack_skip_len(const struct tcp_conn *conn)
 		    seq_lt(nxt, conn->sacked[i].r))
 			nxt = conn->sacked[i].r;
 	}
-	if (conn->sack_fast &&
+	if (tcp_sack_fast_at(conn, nxt) &&
 	    ((n && seq_ge(nxt, conn->sacked[n - 1].r)) ||
 	     (conn->sack_trunc && seq_ge(nxt, tcp_sack_known(conn)))))
 		return conn->rewound;

@@ -3,9 +3,10 @@
  * kernel's peek offset or the scratch-buffer skip; malformed,
  * out-of-window and D-SACK blocks are ignored, a cumulative ACK prunes
  * the scoreboard, a timeout keeps it once, a hole the guest's later
- * blocks show lost is resent on its own during the recovery, and one
+ * blocks show lost is resent on its own during the recovery, one
  * duplicate ACK starts a recovery when its blocks show the hole at the
- * ACK lost. */
+ * ACK lost, and after a timeout's resend a later rewind resends holes,
+ * not the data sent since. */
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -563,5 +564,51 @@ TEST(tcp_sack_one_dupack_stale_blocks)
 	dupacks(&g, first + 2 * MSS, o, olen, 2);
 	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
 	CHECK(sent_check(c, first, all6 + 2, 4));
+	tconn_close(&g, a);
+}
+
+/* A duplicate-ACK rewind inside a recovery the timer began resends the
+ * holes, not what was sent after the timeout's resend: 20 segments, the
+ * timer resends them all, 10 new ones follow; the guest's partial ACK
+ * (to 5: the resent 5 was lost again) SACKs 6-24 and three duplicates
+ * of it resend segment 5 alone. 25-29 went out just before and nothing
+ * shows them lost (RFC 6675 section 5.1: after a timeout, the SACK
+ * information decides what is sent; no new recovery until the ACK
+ * passes the timeout's end). Before, that resend went on to snd_max
+ * as the timeout's own does (25-29 again). */
+TEST(tcp_sack_dupack_rewind_after_timeout_resends_holes)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40215 };
+	static const uint32_t seg5[][2] = { { 5 * MSS, MSS } };
+	static uint8_t more[10 * MSS];
+	uint32_t first = 0, len = 20 * MSS, i;
+	struct tcp_conn *conn;
+	uint8_t o[40];
+	size_t olen;
+	int a = sack_open(&g, len, false, &first);
+
+	CHECK(a >= 0);
+	CHECK((conn = sconn(c)) != NULL);
+	advance(c, TCP_RTO_MS + 1);
+	pump(c, 100, 20);		/* the resend's later rounds */
+	CHECK_EQ(c->tcp.st.rewinds_rto, 1);
+	CHECK(seq_eq(conn->seq_to_guest, seq_make(first + len)));
+	for (i = 0; i < sizeof(more); i++)
+		more[i] = pat(len + i);
+	test_tx_reset(c);
+	CHECK_EQ(send(a, more, sizeof(more), 0), (ssize_t)sizeof(more));
+	pump(c, 2000, 10);
+	CHECK(seq_eq(conn->seq_to_guest, seq_make(first + 30 * MSS)));
+	test_tx_reset(c);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 6, 25 } }, 1,
+			30 * MSS);
+	dupacks(&g, first + 5 * MSS, o, olen, 3);	/* the ACK, 2 dups */
+	CHECK_EQ(test_tx_n(c), 0);
+	dupacks(&g, first + 5 * MSS, o, olen, 1);	/* the third */
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	CHECK(sent_check(c, first, seg5, 1));
+	CHECK(seq_eq(conn->seq_to_guest, seq_make(first + 30 * MSS)));
+	CHECK_EQ(conn->rewound, 0);
 	tconn_close(&g, a);
 }
