@@ -465,6 +465,18 @@ def tcp_rst_to_guest(log):
     return int(m[-1]) if m else None
 
 
+def tcp_resends(log):
+    """ferry's rewinds from its last TCP statistics: on duplicate ACKs
+    ("dupack"), by the timer ("rto"), to a hole the SACK blocks show
+    lost ("sack"), and the bytes its resends stepped over ("skipped");
+    None without the line."""
+    m = re.findall(r"stats: tcp .*rewinds dupack/rto (\d+)/(\d+) .*"
+                   r"sack rewinds/skips/bytes/ignored (\d+)/\d+/(\d+)/",
+                   log)
+    return m and dict(zip(("dupack", "rto", "sack", "skipped"),
+                          map(int, m[-1])))
+
+
 def longest_pause(rcv):
     """The longest run of the receiver's 100 ms slots without a byte
     between its first and its last byte, in seconds."""
@@ -486,7 +498,7 @@ def check_ferry_part(f, pcap, sender, nbytes, rcv):
     --rate-log). pcap None: without a capture, no timing checks. With
     FERRY_FAULT_REPORT=FILE, one JSON line per call is appended there
     first (sweeps: how close correct runs come to the bounds, bytes
-    resent); with FERRY_FAULT_KEEP=PATH the capture is copied there and
+    resent, ferry's rewinds by kind: tcp_resends()); with FERRY_FAULT_KEEP=PATH the capture is copied there and
     ferry's log to PATH.log. The capture is deleted when all passed.
     Returns the drop counters."""
     f.stop()
@@ -514,6 +526,7 @@ def check_ferry_part(f, pcap, sender, nbytes, rcv):
                 "resend": resend and dict(resend, sacked=len(
                     resend["sacked"])),
                 "rst_to_guest": tcp_rst_to_guest(log),
+                "rewinds": tcp_resends(log),
                 "time_wait": re.findall(r"stats: tcp time-wait (.*)",
                                         log)[-1:],
                 "to_guest": re.findall(r"to guest (\d+) frames (\d+) bytes",
