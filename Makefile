@@ -9,7 +9,7 @@
 #   make install    PREFIX=/usr/local DESTDIR= : binary, pasta/passt links, man page
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
 #                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan, fuzz_vu,
-#                   fuzz_vu_sock; run one with
+#                   fuzz_vu_sock, fuzz_tcp; run one with
 #                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
 #   make lint       cppcheck + clang-tidy (.clang-tidy); non-zero exit on any
 #                   finding (a few minutes: not part of make check)
@@ -36,7 +36,7 @@ LIBSRCS := $(filter-out ferry.c,$(SRCS))
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
             -fno-sanitize-recover=undefined -DFERRY_TEST
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
-UNIT_SRCS += test/fuzz/fuzz_lib.c
+UNIT_SRCS += test/fuzz/fuzz_lib.c test/fuzz/tcp_prog.c
 
 .PHONY: all clean check unit integration install run bench tools fuzz lint valgrind
 
@@ -49,7 +49,7 @@ build/ferry-test: $(SRCS) $(HDRS) Makefile
 	@mkdir -p build
 	$(CC) $(BASE) $(SANFLAGS) -o $@ $(SRCS)
 
-build/unit: $(LIBSRCS) $(UNIT_SRCS) $(HDRS) test/unit/unit.h test/fuzz/fuzz.h Makefile
+build/unit: $(LIBSRCS) $(UNIT_SRCS) $(HDRS) test/unit/unit.h test/unit/tcp_harness.h test/fuzz/fuzz.h Makefile
 	@mkdir -p build
 	$(CC) $(BASE) $(SANFLAGS) -I. -o $@ $(LIBSRCS) $(UNIT_SRCS)
 
@@ -87,11 +87,11 @@ FUZZFLAGS  := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
               -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DFERRY_TEST -I.
 FUZZ_LINK  := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJS  := $(patsubst %.c,build/fuzz/obj/%.o,$(LIBSRCS))
-FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink fuzz_scan fuzz_vu fuzz_vu_sock)
+FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink fuzz_scan fuzz_vu fuzz_vu_sock fuzz_tcp)
 
 fuzz: $(FUZZ_TARGETS)
 
-build/fuzz/obj/%.o: %.c $(HDRS) test/unit/unit.h test/fuzz/fuzz.h Makefile
+build/fuzz/obj/%.o: %.c $(HDRS) test/unit/unit.h test/unit/tcp_harness.h test/fuzz/fuzz.h Makefile
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(filter-out -Werror,$(BASE)) $(FUZZFLAGS) -c -o $@ $<
 
@@ -109,6 +109,11 @@ build/fuzz/fuzz_stream: build/fuzz/obj/test/fuzz/fuzz_stream.o build/fuzz/obj/te
 
 build/fuzz/fuzz_vu_sock: build/fuzz/obj/test/fuzz/fuzz_vu_sock.o build/fuzz/obj/test/fuzz/fuzz_lib.o \
 		build/fuzz/obj/test/unit/harness.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+build/fuzz/fuzz_tcp: build/fuzz/obj/test/fuzz/fuzz_tcp.o build/fuzz/obj/test/fuzz/tcp_prog.o \
+		build/fuzz/obj/test/fuzz/fuzz_lib.o build/fuzz/obj/test/unit/harness.o \
+		build/fuzz/obj/test/unit/tcp_harness.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 
 build/fuzz/fuzz_conf: build/fuzz/obj/test/fuzz/fuzz_conf.o $(FUZZ_OBJS)

@@ -91,4 +91,21 @@ bool fuzz_chunk_write(int fd, const uint8_t *data, size_t size, size_t *off);
  * to the peer end of a socketpair). */
 void fuzz_drain(int fd);
 
+/* fuzz_tcp (tcp_prog.c): a program of guest and host actions against one
+ * live TCP connection, with invariants checked after every step (abort()
+ * on a violation). fuzz_tcp_init() once (after fuzz_isolate()), then
+ * fuzz_tcp_run() per input; each run ends with the pools empty. */
+void fuzz_tcp_init(void);
+void fuzz_tcp_run(const uint8_t *data, size_t size);
+/* tp_gbyte()/tp_hbyte() - the guest's and the host's byte at stream
+ * offset i (the programs' patterns). */
+uint8_t tp_gbyte(uint64_t i);
+uint8_t tp_hbyte(uint64_t i);
+/* fuzz_tcp_conn_check() - an established connection record's own
+ * consistency (snd_una <= snd_nxt <= snd_max, the SACK scoreboard, our
+ * ACK within what was written): NULL, or what is wrong. For the fuzz
+ * target and unit tests; never called in the data path. */
+struct tcp_conn;
+const char *fuzz_tcp_conn_check(const struct tcp_conn *conn);
+
 #endif /* FERRY_FUZZ_H */

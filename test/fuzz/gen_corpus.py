@@ -6,7 +6,7 @@ Usage: test/fuzz/gen_corpus.py [DIR]   (default: test/fuzz/corpus)
 One valid input of each kind per target (and a few deliberately broken
 ones), deterministic, so the committed corpus can be regenerated and
 diffed. Formats are described in test/fuzz/fuzz.h (frames), fuzz_stream.c,
-fuzz_conf.c, fuzz_fwd.c, fuzz_netlink.c and fuzz_vu_sock.c. Addresses are the unit-test
+fuzz_conf.c, fuzz_fwd.c, fuzz_netlink.c, fuzz_vu_sock.c and tcp_prog.c. Addresses are the unit-test
 harness's documentation addresses: guest 198.51.100.2 / 2001:db8::2,
 gateway 198.51.100.1 / fe80::1.
 
@@ -360,13 +360,81 @@ def vu_sock():
     }
 
 
+# fuzz_tcp programs (tcp_prog.c): an 8-byte header, then [op a b c] steps.
+V6, SACKP, WS, MSS, JUMBO, MANUAL = 1, 2, 4, 8, 16, 32
+(SEND, BURST, ACK, SACK, DUPACK, WND, FIN, RST, SYN, HWRITE, HREAD, HSHUT,
+ CLOCK, LOOP) = range(14)
+
+
+def thdr(flags, ws=7, mss=1460, synwnd=65535, rcvbuf=0, wnd_k=0):
+    return struct.pack("!BBHHBB", flags, ws, mss, synwnd, rcvbuf, wnd_k)
+
+
+def st(op, a=0, b=0, c=0):
+    return bytes([op, a, b, c])
+
+
+def ack_all():
+    return st(ACK, 0, 0, 0)
+
+
+def tcp_progs():
+    full = thdr(SACKP | WS | MSS)
+    hw = lambda n, sh=0: st(HWRITE, n >> 8, n & 255, sh)
+    return {
+        # guest -> host: data in order, the host reads, both close
+        "upload": full + st(SEND, 5, 0xb4) + st(SEND, 5, 0xb4) +
+        st(HREAD, 255, 255, 4) + st(FIN, 0, 0) + st(HSHUT) + ack_all() +
+        st(CLOCK, 15),
+        # host -> guest: the guest ACKs all, then the host closes
+        "download": full + hw(20000) + ack_all() + hw(60000) + ack_all() +
+        st(HSHUT) + ack_all() + st(FIN) + ack_all() + st(CLOCK, 15),
+        # loss: three duplicate ACKs, SACK above the hole, timeouts
+        "sack_loss": full + hw(30000) + st(ACK, 0x6a, 0x30, 0) +
+        st(SACK, 0) + bytes([4, 10]) + st(DUPACK, 0, 0, 2) +
+        st(SACK, 1) + bytes([4, 10, 14, 20]) + st(CLOCK, 9) +
+        st(CLOCK, 11) + ack_all() + st(HSHUT) + ack_all(),
+        # guest data out of order: a gap, then the hole filled
+        "ooo": full + st(SEND, 2, 0, 32) + st(SEND, 2, 0, 16) +
+        st(SEND, 4, 0) + st(HREAD, 255, 255, 4) + st(SEND, 1, 0, 0xf0),
+        # zero window, persist probes, window opens
+        "zero_wnd": full + st(WND, 0, 0, 1) + hw(5000) + st(CLOCK, 9) +
+        st(CLOCK, 12) + st(WND, 0x10, 0, 1) + ack_all() + st(WND, 0, 4, 1),
+        # the window shrinks under data in flight
+        "shrink": thdr(MSS, wnd_k=32) + hw(40000) + st(WND, 0x08, 0, 1) +
+        st(ACK, 0x10, 0, 3) + st(CLOCK, 9) + ack_all(),
+        # bursts from the guest at MTU 9000, IPv6, a small host buffer
+        "burst6": thdr(V6 | SACKP | WS | MSS | JUMBO, mss=8940,
+                       rcvbuf=16) + st(BURST, 7) + st(BURST, 7) +
+        st(BURST, 7) + st(LOOP) + st(HREAD, 255, 255, 4) + st(BURST, 3) +
+        st(CLOCK, 1) + st(HREAD, 255, 255, 4),
+        # the guest resets, then connects again on the same port
+        "rst_syn": full + hw(1000) + st(RST, 0, 0, 1) + st(SEND, 0, 10) +
+        st(SYN, 1, 0) + st(SEND, 0, 100) + st(HREAD, 255, 255),
+        # a clean close, TIME-WAIT answers, a new SYN reopens
+        "tw": full + st(SEND, 0, 50) + st(FIN) + st(HSHUT) + ack_all() +
+        st(HREAD, 0, 100) + st(FIN) + st(ACK, 0, 0, 0) + st(SYN, 0, 1) +
+        st(SEND, 0, 10),
+        # the host aborts with data in flight
+        "host_abort": thdr(V6 | SACKP) + hw(10000) + st(SEND, 0, 200) +
+        st(HSHUT, 0, 0, 2) + st(SEND, 0, 10) + ack_all(),
+        # the handshake left to the fuzzer: SYN again, then the ACK
+        "manual": thdr(MANUAL | WS, ws=14) + st(SYN) + st(CLOCK, 12) +
+        ack_all() + hw(3000, 2) + ack_all(),
+        # ACKs of never-sent data, old ACKs with a larger window
+        "odd_acks": full + hw(30000) + st(ACK, 0, 100, 2) +
+        st(ACK, 0x40, 0, 0) + st(WND, 0xff, 0xff) + st(ACK, 0x10, 0, 3) +
+        st(LOOP) + st(CLOCK, 10),
+    }
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "corpus")
     for target, seeds in (("frame", frames()), ("stream", stream()),
                           ("conf", conf()), ("fwd", fwd()),
                           ("netlink", netlink()), ("scan", scan()),
-                          ("vu_sock", vu_sock())):
+                          ("vu_sock", vu_sock()), ("tcp", tcp_progs())):
         d = os.path.join(top, target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh - run one libFuzzer target for a while: test/fuzz/run.sh TARGET [SECONDS]
 #
-# TARGET is frame, stream, conf, fwd, netlink, scan, vu or vu_sock
+# TARGET is frame, stream, conf, fwd, netlink, scan, vu, vu_sock or tcp
 # (build/fuzz/fuzz_TARGET, built by "make fuzz"). New interesting inputs
 # go to a working corpus in build/fuzz/corpus/TARGET (seeded from
 # test/fuzz/corpus/TARGET, which stays small and committed); crashes to
@@ -10,7 +10,7 @@
 # SECONDS go to libFuzzer (e.g. -max_len=2048).
 set -eu
 cd "$(dirname "$0")/../.."
-t=${1:?usage: run.sh frame|stream|conf|fwd|netlink|scan|vu|vu_sock [SECONDS] [libFuzzer args]}
+t=${1:?usage: run.sh frame|stream|conf|fwd|netlink|scan|vu|vu_sock|tcp [SECONDS] [libFuzzer args]}
 secs=${2:-180}
 shift $(( $# >= 2 ? 2 : 1 ))
 bin=build/fuzz/fuzz_$t

@@ -35,7 +35,7 @@ size_t guest_frame(struct tguest *g, uint8_t *f, uint32_t seq,
 	wr32(l4 + 8, (flags & TCP_F_ACK) ? g->ack : 0);
 	l4[12] = (uint8_t)(((TCP_HLEN + optlen) / 4) << 4);
 	l4[13] = flags;
-	wr16(l4 + 14, g->wnd ? g->wnd : 65535);
+	wr16(l4 + 14, g->wnd || g->wnd_raw ? g->wnd : 65535);
 	if (optlen)
 		memcpy(l4 + TCP_HLEN, opts, optlen);
 	if (len)

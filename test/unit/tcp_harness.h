@@ -19,6 +19,7 @@ struct tguest {
 	uint16_t sport, dport;
 	uint32_t seq, ack;	/* next seq we send, what we acknowledge */
 	uint16_t wnd;		/* window field we send, 0: 65535 */
+	bool wnd_raw;		/* ... or exactly wnd, 0 included */
 	int ls;			/* the host's listener of tconn_open() */
 };
 

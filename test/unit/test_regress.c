@@ -1,13 +1,14 @@
 /* test_regress.c - regression tests for bugs found by fuzzing and static
  * analysis, and the replay of the fuzz corpus through the frame path.
  *
- * The replay feeds every file of test/fuzz/corpus/frame (seeds and the
+ * The replays feed every file of test/fuzz/corpus/frame (seeds and the
  * crash-* reproducers of fixed bugs) through fuzz_frames_feed(), the same
  * decoder fuzz_frame uses, in a forked child inside a private network
  * namespace (UDP and ping sockets are real). Under ASan/UBSan any
  * regression is a crash; the test also checks that the seeds still reach
  * the services (so the corpus does not rot into frames pkt_parse()
- * refuses).
+ * refuses). test/fuzz/corpus/tcp goes the same way through fuzz_tcp's
+ * program interpreter (tcp_prog.c), whose invariants abort the child.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "util.h"
 
 #define CORPUS_FRAMES	"test/fuzz/corpus/frame"
+#define CORPUS_TCP	"test/fuzz/corpus/tcp"
 #define CORPUS_MAX	512
 
 static int name_cmp(const void *a, const void *b)
@@ -124,7 +126,49 @@ static int replay(void)
 	return tx >= 10 ? 0 : 1;
 }
 
-TEST(fuzz_corpus_frames_replay)
+/* replay_tcp() - child side: every program of corpus/tcp through the
+ * fuzz_tcp interpreter; an invariant it breaks aborts the child. */
+static int replay_tcp(void)
+{
+	char *names[CORPUS_MAX], path[512];
+	int i, n;
+
+	if (!fuzz_isolate()) {
+		printf("  cannot enter a private network namespace: %s "
+		       "(unit tests need root)\n", strerror(errno));
+		return 2;
+	}
+	n = corpus_list(CORPUS_TCP, names, CORPUS_MAX);
+	if (n < 10) {
+		printf("  %s: %d files (run from the source tree)\n",
+		       CORPUS_TCP, n);
+		return 1;
+	}
+	fuzz_tcp_init();
+	for (i = 0; i < n; i++) {
+		size_t len = 0;
+		uint8_t *d;
+
+		snprintf(path, sizeof(path), "%s/%s", CORPUS_TCP, names[i]);
+		if (!(d = read_file(path, &len))) {
+			printf("  cannot read %s\n", path);
+			return 1;
+		}
+		printf("  %s\n", names[i]);
+		fflush(stdout);
+		fuzz_tcp_run(d, len);
+		free(d);
+		free(names[i]);
+	}
+	printf("  replayed %d TCP programs\n", n);
+	return 0;
+}
+
+/* in_child() - run fn in a forked child (it enters a namespace, and an
+ * abort() there must fail the test, not end the run): its exit code,
+ * -1 if it did not exit (killed by a signal: an invariant or a
+ * sanitizer). */
+static int in_child(int (*fn)(void))
 {
 	pid_t pid;
 	int st;
@@ -132,15 +176,26 @@ TEST(fuzz_corpus_frames_replay)
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		int rc = replay();
+		int rc = fn();
 
 		fflush(stdout);
 		_exit(rc);
 	}
-	CHECK(pid > 0);
-	CHECK(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st));
-	CHECK_EQ(WEXITSTATUS(st), 0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+TEST(fuzz_corpus_frames_replay)
+{
+	CHECK_EQ(in_child(replay), 0);
+}
+
+/* The committed fuzz_tcp programs (seeds and the crash-* inputs of fixed
+ * bugs) still keep every invariant of tcp_prog.c. */
+TEST(fuzz_corpus_tcp_replay)
+{
+	CHECK_EQ(in_child(replay_tcp), 0);
 }
 
 /* A burst of small frames that arrives in one read and holds more than

@@ -69,6 +69,10 @@ void test_input(struct ctx *c, const void *frame, size_t len);
 size_t test_tx_n(struct ctx *c);
 const uint8_t *test_tx(struct ctx *c, size_t i, size_t *len);
 void test_tx_reset(struct ctx *c);
+/* test_tx_hook - when set, every frame to the guest is handed to it as it
+ * is flushed, instead of being kept for test_tx() (which holds at most
+ * TEST_TX_MAX): the TCP fuzz target (test/fuzz/tcp_prog.c) sees them all. */
+extern void (*test_tx_hook)(const uint8_t *f, size_t len);
 /* Build frames from the guest for tests: returns the frame length.
  * buf must hold 14 + 40 + l4len bytes. Transport checksum is filled. */
 size_t test_frame_ip4(uint8_t *buf, const char *src, const char *dst,
