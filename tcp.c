@@ -773,7 +773,8 @@ static void tcp_dirty(struct ctx *c, struct flow *fl)
 /* tcp_ack_input() - the guest's ACK and window (RFC 9293 3.10.7.4 step
  * 5): acknowledged bytes are marked for consumption, three duplicate ACKs
  * rewind (one, when the SACK blocks already show the segment at the ACK
- * lost: tcp_sack_una_lost()), a grown window lets more data out. A duplicate ACK has the
+ * lost: tcp_sack_una_lost()), a grown window lets more data out (an old
+ * ACK's window is not taken). A duplicate ACK has the
  * window of the ACK before (RFC 5681), or SACK blocks whatever its window
  * (RFC 6675): a guest receiving beyond a hole may grow its window in
  * every one of them. The SACK blocks go to the scoreboard, which the
@@ -784,7 +785,12 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	const struct tcp_view *t = &p->tcp;
 	seq_t ack = seq_make(t->ack);
 	uint32_t wnd = (uint32_t)t->window << conn->ws_from_guest;
-	bool wnd_changed = wnd != conn->wnd_from_guest;
+	/* An ACK below snd_una is old, and so is its window: not taken
+	 * (RFC 9293 3.10.7.4: the window moves only for SND.UNA =< SEG.ACK),
+	 * or a reordered ACK with a larger window would let data out beyond
+	 * the guest's right edge. */
+	bool wnd_changed = wnd != conn->wnd_from_guest &&
+			   !seq_lt(seq_make(t->ack), conn->seq_acked_by_guest);
 	bool dup = seq_eq(ack, conn->seq_acked_by_guest), moved = false;
 	seq_t hole;
 

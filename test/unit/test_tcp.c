@@ -366,6 +366,42 @@ TEST(tcp_window_limits_and_dupack_rewind)
 	tconn_close(&g, a);
 }
 
+/* An ACK below snd_una is old (reordered, or a duplicate from before the
+ * last one): its window is old too and is not taken (RFC 9293 3.10.7.4,
+ * the window is updated only when SND.UNA =< SEG.ACK). ferry took it,
+ * and with a larger window than the guest's current one sent beyond the
+ * guest's right edge (found by fuzz_tcp: data [30660, 32120) beyond the
+ * guest's edge 30691). */
+TEST(tcp_old_ack_window_ignored)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40040 };
+	static char big[20000];
+	uint32_t isn;
+	struct pkt p;
+	int a;
+
+	a = tconn_open(&g, false, &isn);
+	CHECK(a >= 0);
+	guest_ack_wnd(&g, 23);		/* window scale 7: 2944 bytes */
+	CHECK_EQ(send(a, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	pump(c, 2000, 3);
+	CHECK_EQ(test_tx_n(c), 3);	/* 1460, 1460, 24: the window full */
+	test_tx_reset(c);
+	g.ack = isn + 1 + 1460;		/* the first segment, same window */
+	guest_ack_wnd(&g, 23);
+	pump(c, 2000, 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.seq + p.payload_len, isn + 1 + 1460 + 2944);
+	test_tx_reset(c);
+	g.ack = isn + 1;		/* an old ACK with a larger window */
+	guest_ack_wnd(&g, 512);
+	pump(c, 50, 1);
+	CHECK_EQ(test_tx_n(c), 0);
+	tconn_close(&g, a);
+}
+
 /* A guest that receives beyond a hole keeps growing its window in every
  * duplicate ACK (Linux does while its receive buffer autotunes), so the
  * same-window rule of RFC 5681 alone never sees three duplicates and
