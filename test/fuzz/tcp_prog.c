@@ -120,7 +120,8 @@ struct tp {
 	seq_t isn_f;
 	seq_t snd_max;			/* one past the highest seq ferry sent */
 	seq_t una;			/* highest ACK ferry took (model) */
-	seq_t edge;			/* highest right edge the guest offered */
+	seq_t edge;			/* the guest's right edge, as ferry took
+					 * it: una + the last window taken */
 	bool fin;			/* ferry's FIN ... */
 	seq_t fin_seq;			/* ... at this seq */
 	bool acked;			/* ferry sent an ACK ... */
@@ -339,11 +340,13 @@ static void tp_data_seen(struct tp *t, const struct pkt *p)
 	if (len > t->gmss)
 		tp_fail("a segment of %u bytes, the guest's MSS is %u", len,
 			t->gmss);
-	/* RFC 9293 3.8.6 / RFC 5681: nothing beyond the right edge the
-	 * guest advertised (the highest it ever did: a shrunk window may
-	 * leave bytes sent before beyond it). ferry's zero-window probe
-	 * carries no byte (tcp_send_probe()), so no exception is needed
-	 * for the one byte RFC 9293 3.8.6.1 would allow. */
+	/* RFC 9293 3.8.6: nothing beyond the guest's right edge, SND.UNA +
+	 * SND.WND as of the last ACK taken, checked when a byte is sent:
+	 * a shrunk window may leave bytes sent before beyond it, but after
+	 * the shrink neither new data (SHLD-15) nor a resend (SHLD-16:
+	 * only what lies between SND.UNA and SND.UNA + SND.WND) goes past
+	 * it. ferry's zero-window probe carries no byte (tcp_send_probe()),
+	 * so no exception for the one byte RFC 9293 3.8.6.1 would allow. */
 	if (len && seq_gt(end, t->edge))
 		tp_fail("data [%u, %u) beyond the guest's right edge %u",
 			off, off + len, tp_off(t, t->edge));
@@ -515,14 +518,19 @@ static uint32_t tp_max_pay(const struct tp *t)
 	return t->c->conf.mtu - (t->v6 ? 40 : 20) - TCP_HLEN;
 }
 
+/* tp_wnd_field() - the window field of the guest's next segment. */
+static uint16_t tp_wnd_field(const struct tp *t)
+{
+	return t->g.wnd || t->g.wnd_raw ? t->g.wnd : 65535;
+}
+
 /* tp_took_ack() - the model of ferry taking the guest's ACK field ack
  * with window field w (tcp.c tcp_ack_input(): established, ACK, no SYN,
- * no RST, not beyond what was sent). The right edge is taken from any
- * ACK not beyond snd_max (ferry does); una only moves forward. */
+ * no RST, between SND.UNA and what was sent, RFC 9293 3.10.7.4): una
+ * and the right edge move with it (the edge back too, when the guest
+ * shrinks its window). */
 static void tp_took_ack(struct tp *t, seq_t ack, uint16_t w, uint8_t flags)
 {
-	seq_t edge;
-
 	if (!t->live || !(flags & TCP_F_ACK) || (flags & (TCP_F_SYN | TCP_F_RST)))
 		return;
 	if (!t->est) {
@@ -530,13 +538,10 @@ static void tp_took_ack(struct tp *t, seq_t ack, uint16_t w, uint8_t flags)
 			return;
 		t->est = true;
 	}
-	if (seq_gt(ack, t->snd_max))
+	if (seq_gt(ack, t->snd_max) || seq_lt(ack, t->una))
 		return;
-	edge = seq_add(ack, (uint32_t)w << t->ws);
-	if (seq_gt(edge, t->edge))
-		t->edge = edge;
-	if (seq_gt(ack, t->una))
-		t->una = ack;
+	t->edge = seq_add(ack, (uint32_t)w << t->ws);
+	t->una = ack;
 }
 
 /* tp_rst_scope() - before a guest segment: whether ferry has no flow for
@@ -577,8 +582,7 @@ static void tp_send(struct tp *t, uint8_t flags, uint32_t off, uint32_t len,
 		t->gfin_off = off + len;
 	}
 	tp_scope(t, flags, len);
-	tp_took_ack(t, seq_make(t->g.ack), t->g.wnd_raw || t->g.wnd ?
-		    t->g.wnd : 65535, flags);
+	tp_took_ack(t, seq_make(t->g.ack), tp_wnd_field(t), flags);
 	tp_input(t, fr, &n, 1);
 	tp_events(t);
 }
@@ -855,7 +859,7 @@ static void tp_burst(struct tp *t, unsigned int n)
 		t->ghi += pay;
 	}
 	tp_scope(t, TCP_F_ACK, pay);
-	tp_took_ack(t, seq_make(t->g.ack), t->g.wnd, TCP_F_ACK);
+	tp_took_ack(t, seq_make(t->g.ack), tp_wnd_field(t), TCP_F_ACK);
 	tp_input(t, fr, len, i);
 	tp_events(t);
 }
