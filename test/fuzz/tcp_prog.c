@@ -742,14 +742,8 @@ static void tp_open(struct tp *t, uint32_t isn)
 static void tp_clock(struct tp *t, int64_t ms)
 {
 	struct ctx *c = t->c;
-	struct timespec end = c->now;
+	struct timespec end = ts_add_ms(c->now, ms);
 
-	end.tv_sec += ms / 1000;
-	end.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
 	t->rst_ok = t->hclosed || t->hreset || seq_lt(t->una, t->snd_max) ||
 		    !t->est || ms >= 60000 || (t->live && !tp_conn(t));
 	t->rst_reply = false;

@@ -71,6 +71,26 @@ static uint8_t *read_file(const char *path, size_t *len)
 	return b;
 }
 
+/* corpus_open() - child side, before a replay: into a private network
+ * namespace, and the sorted names of dir (at least 10, caller frees).
+ * Returns their count, or minus the child's exit code. */
+static int corpus_open(const char *dir, char **names)
+{
+	int n;
+
+	if (!fuzz_isolate()) {
+		printf("  cannot enter a private network namespace: %s "
+		       "(unit tests need root)\n", strerror(errno));
+		return -2;
+	}
+	n = corpus_list(dir, names, CORPUS_MAX);
+	if (n < 10) {
+		printf("  %s: %d files (run from the source tree)\n", dir, n);
+		return -1;
+	}
+	return n;
+}
+
 /* replay() - child side: 0 if every file ran and seeds did their job. */
 static int replay(void)
 {
@@ -79,17 +99,8 @@ static int replay(void)
 	int i, n, seeds = 0;
 	struct ctx *c;
 
-	if (!fuzz_isolate()) {
-		printf("  cannot enter a private network namespace: %s "
-		       "(unit tests need root)\n", strerror(errno));
-		return 2;
-	}
-	n = corpus_list(CORPUS_FRAMES, names, CORPUS_MAX);
-	if (n < 10) {
-		printf("  %s: %d files (run from the source tree)\n",
-		       CORPUS_FRAMES, n);
-		return 1;
-	}
+	if ((n = corpus_open(CORPUS_FRAMES, names)) < 0)
+		return -n;
 	c = fuzz_frame_ctx();
 	for (i = 0; i < n; i++) {
 		bool seed = strncmp(names[i], "bad_", 4) &&
@@ -133,17 +144,8 @@ static int replay_tcp(void)
 	char *names[CORPUS_MAX], path[512];
 	int i, n;
 
-	if (!fuzz_isolate()) {
-		printf("  cannot enter a private network namespace: %s "
-		       "(unit tests need root)\n", strerror(errno));
-		return 2;
-	}
-	n = corpus_list(CORPUS_TCP, names, CORPUS_MAX);
-	if (n < 10) {
-		printf("  %s: %d files (run from the source tree)\n",
-		       CORPUS_TCP, n);
-		return 1;
-	}
+	if ((n = corpus_open(CORPUS_TCP, names)) < 0)
+		return -n;
 	fuzz_tcp_init();
 	for (i = 0; i < n; i++) {
 		size_t len = 0;
