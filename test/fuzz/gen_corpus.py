@@ -361,7 +361,7 @@ def vu_sock():
 
 
 # fuzz_tcp programs (tcp_prog.c): an 8-byte header, then [op a b c] steps.
-V6, SACKP, WS, MSS, JUMBO, MANUAL = 1, 2, 4, 8, 16, 32
+V6, SACKP, WS, MSS, JUMBO, MANUAL, AUTOACK, AUTOREAD = 1, 2, 4, 8, 16, 32, 64, 128
 (SEND, BURST, ACK, SACK, DUPACK, WND, FIN, RST, SYN, HWRITE, HREAD, HSHUT,
  CLOCK, LOOP) = range(14)
 
@@ -422,6 +422,12 @@ def tcp_progs():
         "manual": thdr(MANUAL | WS, ws=14) + st(SYN) + st(CLOCK, 12) +
         ack_all() + hw(3000, 2) + ack_all(),
         # ACKs of never-sent data, old ACKs with a larger window
+        # a well-behaved guest and host: bulk both ways, loss and a
+        # timeout in between
+        "bulk_auto": thdr(SACKP | WS | MSS | AUTOACK | AUTOREAD) +
+        hw(60000, 4) + st(BURST, 7) + hw(60000, 4) + st(BURST, 7) +
+        st(SACK, 0) + bytes([4, 10]) + st(DUPACK, 0, 0, 3) +
+        st(CLOCK, 9) + hw(60000, 4) + st(HSHUT) + st(FIN) + st(CLOCK, 15),
         "odd_acks": full + hw(30000) + st(ACK, 0, 100, 2) +
         st(ACK, 0x40, 0, 0) + st(WND, 0xff, 0xff) + st(ACK, 0x10, 0, 3) +
         st(LOOP) + st(CLOCK, 10),

@@ -62,6 +62,9 @@
 #define TP_H_MSS	0x08	/* MSS (bytes 2-3) in the SYN */
 #define TP_H_JUMBO	0x10	/* MTU 9000, else 1500 */
 #define TP_H_MANUAL	0x20	/* no automatic ACK of the SYN-ACK */
+#define TP_H_AUTOACK	0x40	/* after each step, the guest ACKs all
+				 * ferry sent, if that is news */
+#define TP_H_AUTOREAD	0x80	/* after each step, the host reads all */
 #define TP_HDR		8	/* bytes 4-5: the SYN's window; 6: the host
 				 * socket's SO_RCVBUF in KiB (0: default);
 				 * 7: the first window field (KiB, 0: 64) */
@@ -975,6 +978,23 @@ static size_t tp_step(struct tp *t, const uint8_t *d, size_t left)
 	return MIN(used, left);
 }
 
+/* tp_auto() - a well-behaved guest and host between the steps, as the
+ * header asks: the guest acknowledges what ferry sent, the host reads. */
+static void tp_auto(struct tp *t)
+{
+	if ((t->hdr[0] & TP_H_AUTOREAD) && t->host >= 0) {
+		tp_host_read(t, UINT64_MAX);
+		tp_events(t);
+	}
+	if ((t->hdr[0] & TP_H_AUTOACK) && t->live && t->est &&
+	    !seq_eq(seq_make(t->g.ack), t->snd_max) &&
+	    seq_gt(t->snd_max, t->una)) {
+		t->g.ack = t->snd_max.v;
+		tp_send(t, TCP_F_ACK, t->ghi, 0, NULL, 0);
+	}
+	tp_check(t);
+}
+
 /* tp_drain_listener() - connections the host never accepted go. */
 static void tp_drain_listener(int ls)
 {
@@ -1083,6 +1103,7 @@ void fuzz_tcp_run(const uint8_t *data, size_t size)
 				t->synack ? tp_off(t, t->edge) : 0);
 		off += tp_step(t, data + off, size - off);
 		tp_check(t);
+		tp_auto(t);
 	}
 	if (tp_verbose)
 		fprintf(stderr, "tcp_prog: end: live %d est %d clean %d, ferry "
