@@ -477,19 +477,13 @@ static void tp_input(struct tp *t, uint8_t *const *fr, const size_t *len,
 static void tp_events(struct tp *t)
 {
 	struct ctx *c = t->c;
-	int round, i, n;
+	int round, n;
 
 	for (round = 0; round < 32; round++) {
 		struct epoll_event ev[16];
 
 		n = epoll_wait(c->epfd, ev, 16, 0);
-		for (i = 0; i < n; i++)
-			tcp_sock_handler(c, ev[i].data.u64, ev[i].events);
-		if (c->timer_armed &&
-		    ts_ms_diff(&c->now, &c->timer_due) >= 0) {
-			c->timer_armed = false;
-			tcp_timer(c);
-		}
+		loop_dispatch(c, ev, n);
 		tap_flush(c);
 		if (n <= 0)
 			break;

@@ -89,20 +89,26 @@ void pump(struct ctx *c, int ms, size_t want)
 	now_mono(&start);
 	for (;;) {
 		struct epoll_event ev[16];
-		int i, n;
+		int n;
 
 		if (pump_clock(c, &base, &start, ms) > ms ||
 		    test_tx_n(c) >= want)
 			return;
 		n = epoll_wait(c->epfd, ev, 16, 5);
 		pump_clock(c, &base, &start, ms);
-		for (i = 0; i < n; i++)
-			tcp_sock_handler(c, ev[i].data.u64, ev[i].events);
-		if (c->timer_armed &&
-		    ts_ms_diff(&c->now, &c->timer_due) >= 0) {
-			c->timer_armed = false;
-			tcp_timer(c);
-		}
+		loop_dispatch(c, ev, n);
+	}
+}
+
+void loop_dispatch(struct ctx *c, const struct epoll_event *ev, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		tcp_sock_handler(c, ev[i].data.u64, ev[i].events);
+	if (c->timer_armed && ts_ms_diff(&c->now, &c->timer_due) >= 0) {
+		c->timer_armed = false;
+		tcp_timer(c);
 	}
 }
 

@@ -40,6 +40,12 @@ void guest_send(struct tguest *g, uint8_t flags, const void *data,
  * by at most ms: a test's own delays are not the loop's time. */
 void pump(struct ctx *c, int ms, size_t want);
 
+/* loop_dispatch() - the loop's work for n socket events ev (from
+ * epoll_wait() on c->epfd): their handlers, then the TCP timer if it is
+ * due at c->now. */
+struct epoll_event;
+void loop_dispatch(struct ctx *c, const struct epoll_event *ev, int n);
+
 /* advance() - move the injected clock on by ms and run the TCP timers
  * that are due (the loop would). */
 void advance(struct ctx *c, int ms);
