@@ -773,7 +773,7 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	struct iovec iov[DISCARD_IOV + TCP_SEG_BATCH];
 	size_t hlen = tcp_hdr_len(fl), mss = tcp_seg_size(c, fl), skip = 0;
 	size_t hole = tcp_resend_skip(c, fl), avail = 0, got, left;
-	/* Once: MIN() would call it again, and it acts (sends our FIN). */
+	/* It acts (it may send our FIN): called once, here. */
 	size_t n = tcp_sendable(c, fl, &skip, &avail);
 	bool resend = conn->rewound, fin;
 	size_t room = conn->wnd_from_guest - (uint32_t)seq_diff(
