@@ -790,7 +790,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	 * or a reordered ACK with a larger window would let data out beyond
 	 * the guest's right edge. */
 	bool wnd_changed = wnd != conn->wnd_from_guest &&
-			   !seq_lt(seq_make(t->ack), conn->seq_acked_by_guest);
+			   !seq_lt(ack, conn->seq_acked_by_guest);
 	bool dup = seq_eq(ack, conn->seq_acked_by_guest), moved = false;
 	seq_t hole;
 
