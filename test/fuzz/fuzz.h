@@ -48,6 +48,9 @@ struct ctx;
  * too when not root) and bring loopback up. Returns false, with errno,
  * when that is impossible: callers must then not touch the network. */
 bool fuzz_isolate(void);
+/* fuzz_isolate_or_exit() - fuzz_isolate(), or one line naming the
+ * target and exit status 2: a fuzz target never runs outside. */
+void fuzz_isolate_or_exit(const char *target);
 
 /* fuzz_frame_ctx() - the unit-test harness context with every service
  * on: ARP, NDP, DHCP, DHCPv6, ICMP echo (ping sockets, if the namespace

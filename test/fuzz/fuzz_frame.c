@@ -22,11 +22,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	if (!fuzz_isolate()) {
-		fprintf(stderr, "fuzz_frame: no private network namespace "
-			"(%s): refusing to run\n", strerror(errno));
-		exit(2);
-	}
+	fuzz_isolate_or_exit("fuzz_frame");
 	ctx = fuzz_frame_ctx();
 	return 0;
 }

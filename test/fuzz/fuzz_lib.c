@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,6 +74,15 @@ bool fuzz_isolate(void)
 	 * namespace belongs to a user namespace without the right). */
 	write_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
 	return true;
+}
+
+void fuzz_isolate_or_exit(const char *target)
+{
+	if (fuzz_isolate())
+		return;
+	fprintf(stderr, "%s: no private network namespace (%s): refusing "
+		"to run\n", target, strerror(errno));
+	exit(2);
 }
 
 /* peer_open() - one loopback peer socket; -1 if it cannot be had. */

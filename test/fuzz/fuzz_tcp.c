@@ -17,11 +17,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	if (!fuzz_isolate()) {
-		fprintf(stderr, "fuzz_tcp: no private network namespace "
-			"(%s): refusing to run\n", strerror(errno));
-		exit(2);
-	}
+	fuzz_isolate_or_exit("fuzz_tcp");
 	fuzz_tcp_init();
 	return 0;
 }

@@ -45,11 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
-	if (!fuzz_isolate()) {
-		fprintf(stderr, "fuzz_vu: no private network namespace (%s): "
-			"refusing to run\n", strerror(errno));
-		exit(2);
-	}
+	fuzz_isolate_or_exit("fuzz_vu");
 	ctx = test_ctx();
 	ctx->conf.mode = MODE_VM;
 	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
