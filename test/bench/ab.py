@@ -31,7 +31,8 @@ Variants (arguments), each LABEL=SPEC[+CMD]:
 Workloads (AB_ONLY: regex on the names): sp4 (sockperf ping-pong, IPv4,
 the bench's row), pp4 and pp6 (test/bench/pingpong.c), hc4 and hk4 (the
 bench's HTTP rows, wrk -c8 against nginx: Connection: close and
-keep-alive, requests/s: above 1 is faster there). AB_ROUNDS
+keep-alive, requests/s: above 1 is faster there), tg4 and th4 (iperf3,
+one TCP stream guest->host and host->guest, Gbit/s: above 1 is faster). AB_ROUNDS
 (default 6), AB_TIME (seconds per run, default 2).
 """
 import os
@@ -78,7 +79,8 @@ class RelayVariant(backends.Veth):
                        os.path.join(root, "test", "bench", "relay.c")], timeout=60)
         if r.returncode:
             raise SystemExit("cannot build relay.c: " + r.stderr)
-        ports = [str(p) for p in (measure.SOCKPERF_PORT, measure.PP_PORT, measure.HTTP_PORT)]
+        ports = [str(p) for p in (measure.SOCKPERF_PORT, measure.PP_PORT, measure.HTTP_PORT,
+                                  measure.IPERF_PORT)]
         for fam, inside in (("4", "127.0.0.1"), ("6", "::1")):
             log = os.path.join(self.dir, f"relay{fam}.log")
             argv = ["env", f"RELAY_POLL_US={self.poll_us}", binary, inside, self.addrs[fam]]
@@ -114,12 +116,14 @@ def workloads(pingpong):
         ("pp6", "pingpong", lambda be, t: measure.pingpong(be, "6", t, pingpong)),
         ("hc4", "nginx", lambda be, t: measure.wrk(be, "4", t, True)),
         ("hk4", "nginx", lambda be, t: measure.wrk(be, "4", t, False)),
+        ("tg4", "iperf3", lambda be, t: measure.iperf(be, "4", t)),
+        ("th4", "iperf3", lambda be, t: measure.iperf(be, "4", t, reverse=True)),
     ]
 
 
 def unit(w):
     """The unit of workload w's figure."""
-    return "req/s" if w.startswith("h") else "us"
+    return {"h": "req/s", "t": "Gbit/s"}.get(w[0], "us")
 
 
 def report(labels, res, cpu):
@@ -137,7 +141,7 @@ def report(labels, res, cpu):
             low = f"{min(vals):7.1f}" if vals else "    n/a"
             rat = f"{statistics.median(ratios):.3f}" if ratios else "n/a"
             runs = " ".join(f"{v:.1f}" if v else "-" for v in per[lab])
-            what = "median" if w.startswith("h") else "p50 median"
+            what = "p50 median" if unit(w) == "us" else "median"
             print(f"  {lab:12s} {what} {med} {unit(w)}, lowest {low}  x {labels[0]}: {rat}"
                   f"   runs {runs}")
             if cpu[w][lab]:

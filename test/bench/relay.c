@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: relay IN_ADDR OUT_ADDR PORT...\n");
 		return 2;
 	}
+	signal(SIGPIPE, SIG_IGN);	/* a write to a reset peer drops the pair */
 	memset(peer, -1, sizeof(peer));
 	ep = epoll_create1(0);
 	if (ep < 0)
