@@ -748,7 +748,8 @@ void tcp_established(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 
-	(void)c;
+	if (!conn->retries)	/* Karn: not after a retransmission */
+		tcp_rtt_sample(c, conn, seq_add(conn->isn_to_guest, 1));
 	conn->state = TCP_CS_ESTABLISHED;
 	conn->retries = 0;
 	conn->timer_ms = 0;
@@ -768,6 +769,30 @@ static void tcp_dirty(struct ctx *c, struct flow *fl)
 		tcp_input_done(c);	/* cannot happen: one per frame */
 	conn->flags |= TCP_C_DIRTY;
 	c->tcp.dirty[c->tcp.dirty_n++] = flow_idx(&c->flows, fl);
+}
+
+/* tcp_dupack_loss() - a duplicate ACK, counted here: whether the
+ * segment at the ACK counts as lost now. On the third duplicate; on one
+ * when the SACK blocks show it lost (tcp_sack_una_lost()), when they
+ * show the tail loss probe's segment delivered (everything below not
+ * SACKed went out at least a PTO before it: RFC 8985's RACK inference,
+ * for the probe only), or by early retransmit (tcp_early_rexmit(), with
+ * wnd, the duplicate's window). */
+static bool tcp_dupack_loss(struct ctx *c, struct tcp_conn *conn,
+			    uint32_t wnd)
+{
+	if (++conn->dup_acks == 3 || tcp_sack_una_lost(conn))
+		return true;
+	if (conn->tlp == TCP_TLP_SENT && !tcp_sack_in_recovery(conn) &&
+	    tcp_sack_tail_sacked(conn)) {
+		c->tcp.st.tlp_rewinds++;
+		return true;
+	}
+	if (tcp_early_rexmit(conn, wnd)) {
+		c->tcp.st.early_rexmits++;
+		return true;
+	}
+	return false;
 }
 
 /* tcp_ack_input() - the guest's ACK and window (RFC 9293 3.10.7.4 step
@@ -827,6 +852,8 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 		conn->dup_acks = 0;
 		conn->retries = 0;
 		conn->timer_ms = 0;
+		conn->tlp = TCP_TLP_NONE;
+		tcp_rtt_sample(c, conn, ack);
 		if (seq_lt(ack, conn->seq_to_guest))
 			tcp_timer_set(c, conn, TCP_RTO_MS);
 		conn->flags |= TCP_C_TX_NOW;
@@ -836,7 +863,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	    !p->payload_len && (!wnd_changed || t->has_sack) &&
 	    !(t->flags & (TCP_F_SYN | TCP_F_FIN)) &&
 	    seq_lt(ack, conn->seq_to_guest) &&
-	    (++conn->dup_acks == 3 || tcp_sack_una_lost(conn))) {
+	    tcp_dupack_loss(c, conn, wnd)) {
 		c->tcp.st.rewinds_dupack++;
 		tcp_rewind(c, fl, true);
 		conn->flags |= TCP_C_TX_NOW;
@@ -850,6 +877,8 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 			conn->flags |= TCP_C_TX_NOW;
 		conn->wnd_from_guest = wnd;
 	}
+	if (moved && conn->timer_ms)	/* RFC 8985 7.2: on progress */
+		tcp_tlp_arm(c, fl);
 }
 
 /* tcp_pend_iov() - iovecs for the batch's in-order slices, followed by
@@ -1531,6 +1560,9 @@ void tcp_stats_log(const struct ctx *c)
 		{ "sack rewinds/skips/bytes/ignored", s->sack_rewinds },
 		{ NULL, s->sack_skips }, { NULL, s->sack_skipped },
 		{ NULL, s->sack_ignored },
+		{ "early rexmits", s->early_rexmits },
+		{ "tlp probes/rewinds", s->tlp_probes },
+		{ NULL, s->tlp_rewinds },
 	};
 
 	stats_line("tcp", st, ARRAY_SIZE(st));

@@ -40,6 +40,12 @@ struct tcp_stats {
 	uint64_t sack_skipped;		/* ... their bytes, not resent */
 	uint64_t sack_ignored;		/* guest SACK blocks out of range or
 					 * malformed (tcp_sack_input()) */
+	uint64_t early_rexmits;		/* dupack rewinds by RFC 5827's lower
+					 * threshold (tcp_early_rexmit()) */
+	uint64_t tlp_probes;		/* tail loss probes (tcp_tx.c) */
+	uint64_t tlp_rewinds;		/* recoveries a probe began: on its
+					 * timer over SACKed data, or on the
+					 * guest's SACK of its segment */
 	uint64_t short_writes;		/* guest data the socket refused */
 	uint64_t wnd_updates;		/* window updates on socket drain */
 	uint64_t wnd_polls;		/* window short of a segment measured

@@ -185,6 +185,26 @@ struct tcp_conn {
 	struct tcp_sack_blk sacked[TCP_SACK_BLKS];	/* scoreboard: sorted,
 					 * disjoint, in (seq_acked_by_guest,
 					 * snd_max] */
+
+	/* Round-trip time and the tail loss probe (tcp_tx.c) */
+	int64_t rtt_start_us;		/* a segment ending at rtt_seq is
+					 * timed since (tcp clock, us), 0:
+					 * none (Karn: a rewind drops it) */
+	seq_t rtt_seq;
+	uint32_t srtt_us;		/* smoothed RTT (RFC 6298), 0: no
+					 * sample yet */
+	uint8_t tlp;			/* enum tcp_tlp_state */
+	int64_t rto_ms;			/* with TCP_TLP_ARMED: the RTO's
+					 * deadline, timer_ms the probe's */
+};
+
+/* The tail loss probe (RFC 8985 section 7, tcp_tx.c tcp_tlp_arm()). */
+enum tcp_tlp_state {
+	TCP_TLP_NONE = 0,	/* timer_ms, if set, is the RTO (or another
+				 * timer of the connection) */
+	TCP_TLP_ARMED,		/* timer_ms is the probe's timeout (PTO) */
+	TCP_TLP_SENT,		/* a probe went: none again before an ACK
+				 * moves snd_una */
 };
 
 /* An ACK for guest data written to the socket may wait a little for host
@@ -214,6 +234,10 @@ struct pkt;
 #define TCP_DELACK_MS		2	/* longest wait of a delayed ACK */
 #define TCP_WND_POLL_MS		1	/* window short of a segment after */
 #define TCP_WND_POLL_MAX_MS	64	/* EPOLLOUT: measured again, doubled */
+#define TCP_PTO_MIN_MS		10	/* tail loss probe: 2 SRTT, at least */
+#define TCP_PTO_DELACK_MS	200	/* ... plus the guest's worst delayed
+					 * ACK with one segment out (RFC 8985
+					 * WCDelAckT) */
 #define TCP_CONSUME_LAZY	(16u << 10)	/* acked bytes that may stay in
 						 * the socket (tcp_consume_lazy) */
 
@@ -298,6 +322,17 @@ void tcp_stuck_check(struct ctx *c, struct flow *fl);
 extern int64_t tcp_test_stuck_wnd;
 #endif
 bool tcp_probe_or_rto(struct ctx *c, struct flow *fl);
+/* tcp_tlp_arm() - after new data went to the guest, or an ACK moved
+ * snd_una with data still out (its RTO set): the tail loss probe's
+ * timer in place of the RTO's when the probe is due first (tcp_tx.c). */
+void tcp_tlp_arm(struct ctx *c, struct flow *fl);
+/* tcp_rtt_sample() - the guest acknowledged up to ack: an RTT sample
+ * when that covers the timed segment (tcp_tx.c). */
+void tcp_rtt_sample(const struct ctx *c, struct tcp_conn *conn, seq_t ack);
+/* tcp_early_rexmit() - a duplicate ACK (window wnd) outside a recovery:
+ * whether RFC 5827's early retransmit resends now (SACK variant,
+ * tcp_tx.c). */
+bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd);
 uint32_t tcp_isn(const struct ctx *c, const struct flow *fl);
 
 /* tcp_sack.c */
@@ -321,6 +356,13 @@ bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole, bool moved);
 /* tcp_sack_una_lost() - outside a recovery, the SACK blocks show the
  * segment at the ACK lost (one duplicate ACK then does, RFC 6675). */
 bool tcp_sack_una_lost(const struct tcp_conn *conn);
+/* tcp_sack_er() - the scoreboard's half of early retransmit (RFC 5827
+ * section 3.2): fewer than four segments out, all but one SACKed. */
+bool tcp_sack_er(const struct tcp_conn *conn);
+/* tcp_sack_in_recovery() - a recovery runs: snd_una below its end. */
+bool tcp_sack_in_recovery(const struct tcp_conn *conn);
+/* tcp_sack_tail_sacked() - the highest SACKed range reaches snd_max. */
+bool tcp_sack_tail_sacked(const struct tcp_conn *conn);
 /* tcp_sack_rewound() - a rewind (fast: duplicate ACKs or a lost hole)
  * starts or continues the recovery; a timeout ends it. */
 void tcp_sack_rewound(struct tcp_conn *conn, bool fast);

@@ -268,6 +268,65 @@ bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole, bool moved)
 	return true;
 }
 
+/* tcp_sack_in_recovery() - whether a recovery runs: one began and the
+ * cumulative ACK has not reached its end (sack_recover). */
+bool tcp_sack_in_recovery(const struct tcp_conn *conn)
+{
+	return conn->sack_rec && seq_lt(conn->seq_acked_by_guest,
+					conn->sack_recover);
+}
+
+/* tcp_fin_out() - 1 while our FIN is sent (or rewound) and not yet
+ * acknowledged: the sequence number it takes in snd_max. */
+static uint32_t tcp_fin_out(const struct tcp_conn *conn)
+{
+	return conn->fin_rewound || ((conn->flags & TCP_C_FIN_SENT) &&
+				     !(conn->flags & TCP_C_FIN_ACKED));
+}
+
+/* tcp_sack_sacked() - the bytes the scoreboard holds (all above the
+ * cumulative ACK). */
+static uint32_t tcp_sack_sacked(const struct tcp_conn *conn)
+{
+	uint32_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < conn->nsacked; i++)
+		n += (uint32_t)seq_diff(conn->sacked[i].r, conn->sacked[i].l);
+	return n;
+}
+
+/* tcp_sack_er() - outside a recovery, the scoreboard's condition for
+ * RFC 5827's early retransmit (SACK variant, section 3.2): fewer than
+ * four segments out (oseg), ER_thresh = oseg - 1 of them SACKed, that
+ * is all of the flight but one segment, at the ACK. Counted in bytes
+ * (oseg = ceil(FlightSize / SMSS), section 3.3) as out - SACKed <= SMSS:
+ * ferry keeps no segment boundaries, and its segments are cut by what a
+ * read found, so a flight is often runts; section 3.3's own byte rule
+ * (SACKed >= ER_thresh * SMSS) would never fire for them, and for full
+ * segments both agree. Our FIN counts in neither. A full scoreboard
+ * (which forgot ranges) says nothing. */
+bool tcp_sack_er(const struct tcp_conn *conn)
+{
+	uint32_t fin = tcp_fin_out(conn), mss = conn->mss_to_guest;
+	uint32_t out = (uint32_t)seq_diff(tcp_snd_max(conn),
+					  conn->seq_acked_by_guest);
+
+	if (tcp_sack_in_recovery(conn) || !conn->nsacked || conn->sack_trunc ||
+	    out - fin > 3 * mss)
+		return false;
+	return out - tcp_sack_sacked(conn) <= mss + fin;
+}
+
+/* tcp_sack_tail_sacked() - the highest SACKed range reaches the end of
+ * the data sent (snd_max, less our FIN): the guest holds the tail. */
+bool tcp_sack_tail_sacked(const struct tcp_conn *conn)
+{
+	seq_t end = seq_add(tcp_snd_max(conn), (uint32_t)-tcp_fin_out(conn));
+
+	return conn->nsacked && seq_ge(conn->sacked[conn->nsacked - 1].r, end);
+}
+
 /* tcp_sack_una_lost() - outside a recovery: whether the scoreboard shows
  * the segment at the cumulative ACK lost, TCP_SACK_LOST_SEGS segments
  * SACKed above it (RFC 6675 section 5, step 3.2: a duplicate ACK then
@@ -276,16 +335,8 @@ bool tcp_sack_lost(const struct tcp_conn *conn, seq_t *hole, bool moved)
  * ACK per round, never three. */
 bool tcp_sack_una_lost(const struct tcp_conn *conn)
 {
-	uint32_t above = 0;
-	unsigned int i;
-
-	if (conn->sack_rec && seq_lt(conn->seq_acked_by_guest,
-				     conn->sack_recover))
-		return false;
-	for (i = 0; i < conn->nsacked; i++)	/* all above the ACK */
-		above += (uint32_t)seq_diff(conn->sacked[i].r,
-					    conn->sacked[i].l);
-	return above >= TCP_SACK_LOST_SEGS * conn->mss_to_guest;
+	return !tcp_sack_in_recovery(conn) &&
+	       tcp_sack_sacked(conn) >= TCP_SACK_LOST_SEGS * conn->mss_to_guest;
 }
 
 /* tcp_sack_rewound() - after a rewind: a recovery starts unless one is

@@ -123,6 +123,15 @@ static struct tcp_conn *conn_of(struct flow *fl)
 	return FLOW_PRIV(fl, struct tcp_conn);
 }
 
+/* tcp_now_us() - the loop's current time (c->now) in microseconds,
+ * never 0 (0 marks "not timing"). */
+static int64_t tcp_now_us(const struct ctx *c)
+{
+	int64_t us = (int64_t)c->now.tv_sec * 1000000 + c->now.tv_nsec / 1000;
+
+	return us ? us : 1;
+}
+
 /* flow_v4() - the connection is IPv4 (by its guest-side address). */
 static bool flow_v4(const struct flow *fl)
 {
@@ -233,8 +242,17 @@ bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags)
 	size_t optlen = 0, len;
 	uint8_t *f, *t;
 
-	if (flags & TCP_F_SYN)
+	if (flags & TCP_F_SYN) {
+		seq_t syn_end = seq_add(conn->isn_to_guest, 1);
+
 		optlen = tcp_syn_opts(c, fl, conn, opts);
+		/* The handshake's RTT sample: the first SYN (or SYN-ACK)
+		 * only (Karn), rtt_seq marks it sent. */
+		conn->rtt_start_us = conn->retries ||
+				     seq_eq(conn->rtt_seq, syn_end) ?
+				     0 : tcp_now_us(c);
+		conn->rtt_seq = syn_end;
+	}
 	else if (flags == TCP_F_ACK && conn->ooo && (conn->flags & TCP_C_SACK))
 		optlen = tcp_ooo_sack(c->tcp.ooo, conn, conn->seq_from_guest,
 				      opts);
@@ -508,16 +526,16 @@ static bool tcp_peek_off_to_next(struct tcp_conn *conn)
 			   sizeof(off));
 }
 
-/* tcp_rewind_to() - retransmit from seq to, the last byte the guest
- * acknowledged or a later hole: consume what it acknowledged, move
- * seq_to_guest back, the peek offset with it; remembers how much was
- * sent before (late ACKs). fast: duplicate ACKs or a hole the guest's
- * SACK blocks show lost, else a timeout (tcp_sack.c). */
-void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast)
+/* tcp_rewind_seq() - move seq_to_guest back to to (acked ..
+ * seq_to_guest): consume what the guest acknowledged, the peek offset
+ * follows; remembers how much was sent before (late ACKs), our FIN too.
+ * No RTT sample spans a resend (Karn). */
+static void tcp_rewind_seq(struct ctx *c, struct flow *fl, seq_t to)
 {
 	struct tcp_conn *conn = conn_of(fl);
 
 	tcp_consume(c, fl);
+	conn->rtt_start_us = 0;
 	/* The guest may still acknowledge what was sent before (its ACKs
 	 * were lost or late): remember how far that went, data only. */
 	conn->rewound += (uint32_t)seq_diff(conn->seq_to_guest, to);
@@ -532,6 +550,17 @@ void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast)
 		conn->flags &= (uint16_t)~TCP_C_FIN_SENT;
 	tcp_peek_off_to_next(conn);
 	conn->peek_behind = false;
+}
+
+/* tcp_rewind_to() - retransmit from seq to, the last byte the guest
+ * acknowledged or a later hole (tcp_rewind_seq()). fast: duplicate ACKs
+ * or a hole the guest's SACK blocks show lost, else a timeout
+ * (tcp_sack.c). */
+void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	tcp_rewind_seq(c, fl, to);
 	/* Resending from the ACK: further duplicates of it are ignored
 	 * until progress. A later hole (tcp_sack_lost()) leaves the count
 	 * alone: the segment at the ACK, resent once already in this
@@ -827,6 +856,10 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	conn->rewound -= (uint32_t)MIN((size_t)conn->rewound, got);
 	if (resend)
 		tcp_sack_resent(conn);
+	else if (!conn->rtt_start_us) {	/* new data only (Karn) */
+		conn->rtt_start_us = tcp_now_us(c);
+		conn->rtt_seq = conn->seq_to_guest;
+	}
 	*more = !fin && got == n &&
 		(avail == SIZE_MAX || n < avail ||
 		 (conn->flags & TCP_C_SOCK_EOF) ||
@@ -840,6 +873,7 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
+	seq_t max = tcp_snd_max(conn);
 	int round;
 
 	if (conn->state != TCP_CS_ESTABLISHED || conn->sock < 0 ||
@@ -868,6 +902,152 @@ void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 	    (seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest) ||
 	     !conn->wnd_from_guest))
 		tcp_timer_set(c, conn, TCP_RTO_MS);
+	if (seq_gt(tcp_snd_max(conn), max))	/* new data: RFC 8985 7.2 */
+		tcp_tlp_arm(c, fl);
+}
+
+/* tcp_rtt_sample() - an ACK up to ack: when it covers the segment being
+ * timed, its round trip goes into the smoothed RTT (RFC 6298 2.2/2.3,
+ * alpha 1/8; microseconds of the loop's clock, so a sample includes the
+ * loop's own delays and the guest's delayed ACKs, which is what a probe
+ * must wait for). */
+void tcp_rtt_sample(const struct ctx *c, struct tcp_conn *conn, seq_t ack)
+{
+	int64_t r;
+
+	if (!conn->rtt_start_us || seq_lt(ack, conn->rtt_seq))
+		return;
+	r = tcp_now_us(c) - conn->rtt_start_us;
+	conn->rtt_start_us = 0;
+	r = MIN(MAX(r, 1), (int64_t)TCP_RTO_MAX_MS * 1000);
+	conn->srtt_us = conn->srtt_us ? conn->srtt_us - conn->srtt_us / 8 +
+					(uint32_t)r / 8
+				      : (uint32_t)r;
+}
+
+/* tcp_early_rexmit() - a duplicate ACK outside a recovery: RFC 5827's
+ * early retransmit (the SACK variant, section 3.2) resends the segment
+ * at the ACK once the scoreboard shows all of a flight of fewer than
+ * four segments SACKed but that one (tcp_sack_er()), when no new data
+ * can go out to draw more duplicates: our FIN is sent, the guest's
+ * window wnd (this duplicate's: it is taken after) is full, or the socket holds nothing unsent (one SIOCINQ, on
+ * this path only). Needs SACK: without it a duplicate ACK cannot be
+ * told from the answer to a duplicate segment. */
+bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd)
+{
+	uint32_t out = (uint32_t)seq_diff(conn->seq_to_guest,
+					  conn->seq_acked_by_guest);
+	int inq = 0;
+
+	if (!(conn->flags & TCP_C_SACK) || conn->rewound ||
+	    !tcp_sack_er(conn))
+		return false;
+	if ((conn->flags & TCP_C_FIN_SENT) || wnd <= out)
+		return true;
+	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
+		return false;
+	return (uint32_t)inq <= conn->consume + out;
+}
+
+/* The tail loss probe (RFC 8985 section 7). A flight whose tail is lost
+ * draws no duplicate ACK, and a lost flight of one to three segments
+ * cannot draw three: both waited for the 200 ms RTO. With data out and
+ * no ACK for a probe timeout (PTO: twice the smoothed RTT, at least
+ * TCP_PTO_MIN_MS; with one segment out the guest may delay its ACK, so
+ * TCP_PTO_DELACK_MS more, which puts the PTO past the RTO: no probe
+ * then), ferry sends one probe: new data where the window lets some
+ * out, else the last segment sent again, whose ACK (its SACK block)
+ * starts the recovery of what is missing below it (tcp_dupack_loss(),
+ * early retransmit). When the guest already SACKed data above the ACK,
+ * the holes below it went out at least a PTO before what it holds and
+ * count as lost (RACK's inference, RFC 8985 6.2): the probe is a fast
+ * recovery from the ACK. One probe until an ACK moves snd_una; then the
+ * RTO where it was, the probe never delays it. Only with SACK, outside
+ * a recovery or a timeout's resend, with an open window (a zero window
+ * has its own probes). A probe that repaired a loss is not told from a
+ * spurious one (RFC 8985 7.4: ferry reads no D-SACK and has no
+ * congestion window to restore). */
+
+/* tcp_tlp_ok() - whether a tail loss probe may be armed or sent now. */
+static bool tcp_tlp_ok(const struct tcp_conn *conn)
+{
+	return conn->state == TCP_CS_ESTABLISHED && conn->sock >= 0 &&
+	       (conn->flags & TCP_C_SACK) && !conn->retries &&
+	       !conn->rewound && conn->wnd_from_guest &&
+	       seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest) &&
+	       !tcp_sack_in_recovery(conn);
+}
+
+/* tcp_pto_ms() - the probe timeout: 2 SRTT, at least TCP_PTO_MIN_MS,
+ * plus TCP_PTO_DELACK_MS with at most one segment out; INT64_MAX
+ * without an RTT sample (RFC 8985: 1 s, after the RTO). */
+static int64_t tcp_pto_ms(const struct tcp_conn *conn)
+{
+	uint32_t out = (uint32_t)seq_diff(conn->seq_to_guest,
+					  conn->seq_acked_by_guest);
+	int64_t pto;
+
+	if (!conn->srtt_us)
+		return INT64_MAX;
+	pto = MAX(((int64_t)conn->srtt_us * 2 + 999) / 1000,
+		  (int64_t)TCP_PTO_MIN_MS);
+	if (out <= (uint32_t)conn->mss_to_guest +
+		   !!(conn->flags & TCP_C_FIN_SENT))
+		pto += TCP_PTO_DELACK_MS;
+	return pto;
+}
+
+void tcp_tlp_arm(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	int64_t now = tcp_now_ms(c), rto, pto;
+
+	if (conn->tlp == TCP_TLP_SENT)
+		return;
+	rto = conn->tlp == TCP_TLP_ARMED ? conn->rto_ms : conn->timer_ms;
+	conn->tlp = TCP_TLP_NONE;
+	if (!rto)
+		return;
+	pto = tcp_tlp_ok(conn) ? tcp_pto_ms(conn) : INT64_MAX;
+	if (pto >= rto - now) {		/* the RTO comes first */
+		if (conn->timer_ms != rto)
+			tcp_timer_set(c, conn, MAX(rto - now, 1));
+		return;
+	}
+	conn->rto_ms = rto;
+	conn->tlp = TCP_TLP_ARMED;
+	tcp_timer_set(c, conn, pto);
+}
+
+/* tcp_tlp_send() - the probe (see above): a fast recovery over what the
+ * guest SACKed, else new data, else the last segment (at most the
+ * guest's MSS, our FIN with it) sent again, inside the guest's window
+ * as every read is. */
+static void tcp_tlp_send(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t fin = (conn->flags & TCP_C_FIN_SENT) ? 1 : 0, len;
+	seq_t max = tcp_snd_max(conn), end;
+
+	c->tcp.st.tlp_probes++;
+	conn->tlp = TCP_TLP_SENT;
+	if (conn->nsacked || conn->sack_trunc) {
+		c->tcp.st.tlp_rewinds++;
+		tcp_rewind(c, fl, true);
+		tcp_data_to_guest(c, fl);
+		return;
+	}
+	if (!fin && conn->wnd_from_guest > (uint32_t)seq_diff(
+			max, conn->seq_acked_by_guest)) {
+		tcp_data_to_guest(c, fl);
+		if (seq_gt(tcp_snd_max(conn), max))
+			return;
+	}
+	end = seq_add(max, (uint32_t)-fin);
+	len = MIN((uint32_t)seq_diff(end, conn->seq_acked_by_guest),
+		  (uint32_t)conn->mss_to_guest);
+	tcp_rewind_seq(c, fl, seq_add(end, (uint32_t)-len));
+	tcp_data_to_guest(c, fl);
 }
 
 /* tcp_probe_or_rto() - data timer of an established connection: rewind
@@ -876,8 +1056,17 @@ void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 bool tcp_probe_or_rto(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	int64_t rto;
+	int64_t rto, now = tcp_now_ms(c);
 
+	if (conn->tlp == TCP_TLP_ARMED && now < conn->rto_ms) {
+		rto = conn->rto_ms;
+		conn->tlp = TCP_TLP_NONE;
+		if (tcp_tlp_ok(conn))
+			tcp_tlp_send(c, fl);
+		tcp_timer_set(c, conn, rto - now);	/* where it was */
+		return true;
+	}
+	conn->tlp = TCP_TLP_NONE;
 	if (++conn->retries > TCP_DATA_RETRIES)
 		return false;
 	rto = MIN((int64_t)TCP_RTO_MS << MIN(conn->retries, 8),

@@ -469,12 +469,16 @@ def tcp_resends(log):
     """ferry's rewinds from its last TCP statistics: on duplicate ACKs
     ("dupack"), by the timer ("rto"), to a hole the SACK blocks show
     lost ("sack"), and the bytes its resends stepped over ("skipped");
-    None without the line."""
+    early retransmits ("early"), tail loss probes ("tlp") and the
+    recoveries they began ("tlp_rewinds") where ferry counts them; None
+    without the line."""
     m = re.findall(r"stats: tcp .*rewinds dupack/rto (\d+)/(\d+) .*"
-                   r"sack rewinds/skips/bytes/ignored (\d+)/\d+/(\d+)/",
+                   r"sack rewinds/skips/bytes/ignored (\d+)/\d+/(\d+)/\d+"
+                   r"(?: early rexmits (\d+) tlp probes/rewinds (\d+)/(\d+))?",
                    log)
-    return m and dict(zip(("dupack", "rto", "sack", "skipped"),
-                          map(int, m[-1])))
+    return m and {k: int(v) for k, v in zip(
+        ("dupack", "rto", "sack", "skipped", "early", "tlp", "tlp_rewinds"),
+        m[-1]) if v != ""}
 
 
 def longest_pause(rcv):

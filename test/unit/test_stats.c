@@ -57,7 +57,8 @@ TEST(stats_lines_exact)
 	t->clamp_fallbacks = 21; t->timeouts = 22; t->acks_delayed = 23;
 	t->acks_delack_timer = 24; t->acks_carried = 47;
 	t->sack_rewinds = 51; t->sack_skips = 48; t->sack_skipped = 49;
-	t->sack_ignored = 50;
+	t->sack_ignored = 50; t->early_rexmits = 61; t->tlp_probes = 62;
+	t->tlp_rewinds = 63;
 	c->tcp.tw_st = (struct tcp_tw_stats){ 52, 53, 54, 55, 56, 57, 58 };
 	ooo.st = (struct tcp_ooo_stats){ 25, 26, 27, 28, 29, 30, 31, 32 };
 	c->tcp.ooo = &ooo;
@@ -83,7 +84,8 @@ TEST(stats_lines_exact)
 		"rewinds dupack/rto 16/17 short writes 18 wnd updates 19 "
 		"wnd polls/updates 59/60 clamp sets 20 fallbacks 21 timeouts 22 acks delayed 23 "
 		"sent by timer 24 acks carried 47 "
-		"sack rewinds/skips/bytes/ignored 51/48/49/50\n"
+		"sack rewinds/skips/bytes/ignored 51/48/49/50 "
+		"early rexmits 61 tlp probes/rewinds 62/63\n"
 		"stats: tcp ooo segments 25 bytes 26 delivered 27 drops "
 		"full/reach 28/29 sack acks 30 blocks 31 peak 32\n"
 		"stats: tcp time-wait added 52 acked 53 dropped 54 reopened 55 "
@@ -110,6 +112,7 @@ TEST(stats_quiet_modules_say_nothing)
 		"rewinds dupack/rto 0/0 short writes 0 wnd updates 0 "
 		"wnd polls/updates 0/0 clamp sets 0 fallbacks 0 timeouts 0 acks delayed 0 "
 		"sent by timer 0 acks carried 0 "
-		"sack rewinds/skips/bytes/ignored 0/0/0/0\n"));
+		"sack rewinds/skips/bytes/ignored 0/0/0/0 "
+		"early rexmits 0 tlp probes/rewinds 0/0\n"));
 	free(out);
 }

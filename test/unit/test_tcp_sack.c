@@ -612,3 +612,283 @@ TEST(tcp_sack_dupack_rewind_after_timeout_resends_holes)
 	CHECK_EQ(conn->rewound, 0);
 	tconn_close(&g, a);
 }
+
+/* Early retransmit and the tail loss probe (tcp_tx.c). */
+
+/* small_open() - a SACK connection whose guest offers wnd bytes of
+ * window (scale 7, in an ACK after the handshake), with an RTT of 1 ms
+ * already measured (the probe's timeout is then TCP_PTO_MIN_MS, whatever
+ * the handshake's sample), and len bytes (the pattern) from the host, of
+ * which ferry sent the nseg segments the window holds. Returns the
+ * accepted socket, *first the sequence number of the first byte. */
+static int small_open(struct tguest *g, bool sack, size_t len, uint32_t wnd,
+		      size_t nseg, uint32_t *first)
+{
+	static uint8_t buf[64 * 1024];
+	struct pkt p;
+	size_t i;
+	int a;
+
+	for (i = 0; i < len; i++)
+		buf[i] = pat((uint32_t)i);
+	a = tconn_open(g, sack, NULL);
+	if (a < 0 || !sconn(g->c))
+		return -1;
+	sconn(g->c)->srtt_us = 1000;
+	g->wnd = (uint16_t)(wnd >> 7);
+	guest_send(g, TCP_F_ACK, NULL, 0, NULL, 0);
+	send(a, buf, len, 0);
+	pump(g->c, 2000, nseg);
+	if (test_tx_n(g->c) != nseg || !seg_at(g->c, 0, &p))
+		return -1;
+	*first = p.tcp.seq;
+	test_tx_reset(g->c);
+	return a;
+}
+
+/* until_timer() - advance the injected clock to the connection's timer
+ * (the probe's or the RTO's) and run it. */
+static void until_timer(struct ctx *c)
+{
+	advance(c, (int)MAX(sconn(c)->timer_ms - tcp_now_ms(c), 0));
+}
+
+/* A flight of three segments, the first lost: the guest's two duplicate
+ * ACKs SACK the other two (RFC 5827: fewer than four segments out, no
+ * new data to send, ER_thresh = 2 SACKed), and the second resends the
+ * first segment at once. Before, three duplicates never came and the
+ * hole waited for the 200 ms timer. */
+TEST(tcp_er_three_segments_first_lost)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40216 };
+	static const uint32_t hole0[][2] = { { 0, MSS } };
+	uint32_t first = 0, len = 3 * MSS;
+	uint8_t o[40];
+	size_t olen;
+	int a = small_open(&g, true, len, 60000, 3, &first);
+
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 2 } }, 1, len);
+	dupacks(&g, first, o, olen, 1);
+	CHECK_EQ(test_tx_n(c), 0);		/* one of two: wait */
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 3 } }, 1, len);
+	dupacks(&g, first, o, olen, 1);
+	CHECK_EQ(c->tcp.st.early_rexmits, 1);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	CHECK_EQ(c->tcp.st.rewinds_rto, 0);
+	CHECK(sent_check(c, first, hole0, 1));
+	tconn_close(&g, a);
+}
+
+/* Early retransmit waits while new data can go out to draw more
+ * duplicates (RFC 5827 3.2 (b)): three segments fill the guest's window
+ * of 4352 bytes, 3648 more wait in the socket. A duplicate ACK that
+ * SACKs the last two and opens the window lets the new data out instead;
+ * the same duplicate with the window still full resends the hole. */
+TEST(tcp_er_waits_while_new_data_can_go)
+{
+	static const uint32_t hole0[][2] = { { 0, MSS } };
+	uint32_t first = 0, len = 8000, wnd = 34 << 7;
+	int grow;
+
+	for (grow = 0; grow < 2; grow++) {
+		struct ctx *c = tcp_test_ctx();
+		struct tguest g = { .c = c, .sport = (uint16_t)(40217 + grow) };
+		uint8_t o[40];
+		size_t olen, i;
+		struct pkt p;
+		int a = small_open(&g, true, len, wnd, 3, &first);
+
+		CHECK(a >= 0);
+		CHECK(seq_eq(sconn(c)->seq_to_guest, seq_make(first + wnd)));
+		olen = sack_opt(o, first, (const uint32_t[][2]){ { 1, 3 } }, 1,
+				wnd);
+		if (grow)
+			g.wnd = 100;	/* 12800 bytes */
+		dupacks(&g, first, o, olen, 1);
+		CHECK_EQ(c->tcp.st.early_rexmits, (grow ? 0u : 1u));
+		if (!grow) {
+			CHECK(sent_check(c, first, hole0, 1));
+		} else {
+			CHECK(test_tx_n(c) > 0);
+			for (i = 0; i < test_tx_n(c); i++) {
+				CHECK(seg_at(c, i, &p));
+				CHECK(seq_ge(seq_make(p.tcp.seq),
+					     seq_make(first + wnd)));
+			}
+		}
+		tconn_close(&g, a);
+	}
+}
+
+/* Without SACK a duplicate ACK cannot be told from the answer to a
+ * duplicate segment: two duplicates of a three-segment flight resend
+ * nothing, and nothing arms a tail loss probe. */
+TEST(tcp_er_tlp_not_without_sack)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40219 };
+	uint32_t first = 0, len = 3 * MSS;
+	int a = small_open(&g, false, len, 60000, 3, &first);
+
+	CHECK(a >= 0);
+	CHECK_EQ(sconn(c)->tlp, TCP_TLP_NONE);
+	dupacks(&g, first, NULL, 0, 2);
+	CHECK_EQ(test_tx_n(c), 0);
+	advance(c, TCP_RTO_MS - 1);
+	CHECK_EQ(test_tx_n(c), 0);
+	CHECK_EQ(c->tcp.st.early_rexmits + c->tcp.st.tlp_probes, 0);
+	tconn_close(&g, a);
+}
+
+/* The whole flight of three lost, no ACK at all: at the probe's timeout
+ * (TCP_PTO_MIN_MS after the send, 2 SRTT being less) ferry sends the
+ * last segment again, once; the guest's SACK of it shows everything
+ * below it lost (sent a PTO before: RFC 8985's inference), and the two
+ * holes go out at once. Before, all waited for the 200 ms timer. */
+TEST(tcp_tlp_flight_lost_probe_then_recovery)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40220 };
+	static const uint32_t last[][2] = { { 2 * MSS, MSS } };
+	static const uint32_t holes[][2] = { { 0, MSS }, { MSS, MSS } };
+	uint32_t first = 0, len = 3 * MSS;
+	struct tcp_conn *conn;
+	uint8_t o[40];
+	size_t olen;
+	int a = small_open(&g, true, len, 60000, 3, &first);
+
+	CHECK(a >= 0);
+	conn = sconn(c);
+	CHECK_EQ(conn->tlp, TCP_TLP_ARMED);
+	CHECK_EQ(conn->rto_ms - conn->timer_ms, TCP_RTO_MS - TCP_PTO_MIN_MS);
+	until_timer(c);
+	CHECK_EQ(c->tcp.st.tlp_probes, 1);
+	CHECK_EQ(c->tcp.st.rewinds_rto, 0);
+	CHECK(sent_check(c, first, last, 1));
+	CHECK_EQ(conn->tlp, TCP_TLP_SENT);
+	CHECK(seq_eq(conn->seq_to_guest, seq_make(first + len)));
+	/* one probe: the timer is the RTO's again, where it was */
+	CHECK_EQ(conn->timer_ms, conn->rto_ms);
+	test_tx_reset(c);
+	advance(c, (int)(conn->timer_ms - tcp_now_ms(c)) - 1);
+	CHECK_EQ(test_tx_n(c), 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 2, 3 } }, 1, len);
+	dupacks(&g, first, o, olen, 1);
+	CHECK_EQ(c->tcp.st.tlp_rewinds, 1);
+	CHECK(sent_check(c, first, holes, 2));
+	tconn_close(&g, a);
+}
+
+/* The tail of a flight lost: the guest ACKs two of four segments (the
+ * probe's timer starts again from that ACK, TCP_PTO_MIN_MS), the probe
+ * resends the last one, the guest SACKs it, and the third goes out at
+ * once (the probe's segment delivered; early retransmit would say the
+ * same: two segments out, one SACKed). The ACK of everything ends it. */
+TEST(tcp_tlp_tail_lost_probe_at_pto)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40221 };
+	static const uint32_t last[][2] = { { 3 * MSS, MSS } };
+	static const uint32_t third[][2] = { { 2 * MSS, MSS } };
+	uint32_t first = 0, len = 4 * MSS;
+	struct tcp_conn *conn;
+	uint8_t o[40];
+	size_t olen;
+	int a = small_open(&g, true, len, 60000, 4, &first);
+
+	CHECK(a >= 0);
+	conn = sconn(c);
+	advance(c, 1);
+	g.ack = first + 2 * MSS;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	CHECK_EQ(conn->tlp, TCP_TLP_ARMED);
+	CHECK_EQ(conn->timer_ms, tcp_now_ms(c) + TCP_PTO_MIN_MS);
+	until_timer(c);
+	CHECK_EQ(c->tcp.st.tlp_probes, 1);
+	CHECK(sent_check(c, first, last, 1));
+	test_tx_reset(c);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 3, 4 } }, 1, len);
+	dupacks(&g, first + 2 * MSS, o, olen, 1);
+	CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+	CHECK(sent_check(c, first, third, 1));
+	CHECK_EQ(c->tcp.st.rewinds_rto, 0);
+	g.ack = first + len;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	CHECK_EQ(conn->timer_ms, 0);
+	CHECK_EQ(conn->tlp, TCP_TLP_NONE);
+	tconn_close(&g, a);
+}
+
+/* Two of four segments lost, the other two SACKed: no early retransmit
+ * (four out) and too few SACKed for a recovery; at the probe's timeout
+ * the holes count as lost (sent a PTO before what the guest holds) and
+ * both go out, nothing the guest SACKed. */
+TEST(tcp_tlp_sacked_holes_resent_at_pto)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40222 };
+	static const uint32_t holes[][2] = { { 0, MSS }, { MSS, MSS } };
+	uint32_t first = 0, len = 4 * MSS;
+	uint8_t o[40];
+	size_t olen;
+	int a = small_open(&g, true, len, 60000, 4, &first);
+
+	CHECK(a >= 0);
+	olen = sack_opt(o, first, (const uint32_t[][2]){ { 2, 4 } }, 1, len);
+	dupacks(&g, first, o, olen, 2);
+	CHECK_EQ(test_tx_n(c), 0);
+	until_timer(c);
+	CHECK_EQ(c->tcp.st.tlp_probes, 1);
+	CHECK_EQ(c->tcp.st.tlp_rewinds, 1);
+	CHECK_EQ(c->tcp.st.rewinds_rto, 0);
+	CHECK(sent_check(c, first, holes, 2));
+	tconn_close(&g, a);
+}
+
+/* No probe where RFC 8985 has none: one segment out (the guest may
+ * delay its ACK: the timeout would pass the RTO), a zero window (the
+ * persist timer's), a recovery running, nothing out. */
+TEST(tcp_tlp_not_armed)
+{
+	uint32_t first = 0;
+	int k;
+
+	for (k = 0; k < 4; k++) {
+		struct ctx *c = tcp_test_ctx();
+		struct tguest g = { .c = c, .sport = (uint16_t)(40223 + k) };
+		uint32_t len = k ? 5 * MSS : MSS;
+		struct tcp_conn *conn;
+		uint8_t o[40];
+		size_t olen;
+		int a = small_open(&g, true, len, 60000, k ? 5 : 1, &first);
+
+		CHECK(a >= 0);
+		conn = sconn(c);
+		if (k == 1) {		/* zero window, data out */
+			g.ack = first + MSS;
+			g.wnd_raw = true;
+			g.wnd = 0;
+			guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+		} else if (k == 2) {	/* a fast recovery */
+			olen = sack_opt(o, first,
+					(const uint32_t[][2]){ { 1, 5 } }, 1,
+					len);
+			dupacks(&g, first, o, olen, 1);
+			CHECK_EQ(c->tcp.st.rewinds_dupack, 1);
+		} else if (k == 3) {	/* all acknowledged */
+			g.ack = first + len;
+			guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+			CHECK_EQ(conn->timer_ms, 0);
+		}
+		test_tx_reset(c);
+		if (k != 2)
+			CHECK_EQ(conn->tlp, TCP_TLP_NONE);
+		advance(c, TCP_PTO_MIN_MS);
+		advance(c, TCP_RTO_MS / 2);
+		CHECK_EQ(c->tcp.st.tlp_probes, 0);
+		CHECK_EQ(test_tx_n(c), 0);
+		tconn_close(&g, a);
+	}
+}
