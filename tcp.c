@@ -35,7 +35,8 @@
  * been written.
  *
  * Host -> guest (tcp_tx.c): MSG_PEEK into frames, MSG_TRUNC on ACK,
- * rewind on duplicate ACKs or timeout, window clamp.
+ * rewind on duplicate ACKs (fewer for a small flight: early
+ * retransmit), a tail loss probe or a timeout, window clamp.
  *
  * Closing: each direction closes on its own (half-close): the guest's FIN
  * becomes shutdown(SHUT_WR), the peer's EOF our FIN once all its data is
@@ -51,8 +52,10 @@
  * connection.
  *
  * Timers run from the event loop's module timer: each connection has one
- * deadline (handshake, retransmission, probe) plus an inactivity limit;
- * host-side keepalives are the kernel's (SO_KEEPALIVE).
+ * deadline (handshake, retransmission, zero-window probe; while it comes
+ * first, the tail loss probe's, with the RTO's kept aside: tcp_tx.c)
+ * plus an inactivity limit; host-side keepalives are the kernel's
+ * (SO_KEEPALIVE).
  */
 #include <errno.h>
 #include <unistd.h>

@@ -39,7 +39,10 @@
  * 6675 section 5.1 leaves the resends after a timeout to the SACK
  * information. Outside a recovery, one duplicate ACK starts one when
  * the blocks already show the segment at the ACK lost (RFC 6675 section
- * 5, IsLost(HighACK + 1), tcp_sack_una_lost()).
+ * 5, IsLost(HighACK + 1), tcp_sack_una_lost()), or, for a flight of
+ * fewer than four segments, all of it SACKed but one segment at the ACK
+ * (RFC 5827 early retransmit, tcp_sack_er(); tcp_tx.c adds that no new
+ * data can go out).
  */
 #include <string.h>
 

@@ -42,7 +42,8 @@
  * past the kernel's peek offset consume at once. Retransmission is a
  * rewind: seq_to_guest goes back to the guest's ACK (or a later hole),
  * the peek offset with it, and the next reads send the same bytes again
- * (three duplicate ACKs, a hole found lost, or a timeout). Before each
+ * (three duplicate ACKs, a hole found lost, early retransmit of a small
+ * flight, a tail loss probe, or a timeout; below). Before each
  * read of a resend, tcp_resend_skip() steps seq_to_guest over what the
  * guest SACKed (tcp_sack.c) and the read stops at the next SACKed range:
  * only the holes go out again (one SO_PEEK_OFF setsockopt per range
@@ -930,9 +931,10 @@ void tcp_rtt_sample(const struct ctx *c, struct tcp_conn *conn, seq_t ack)
  * at the ACK once the scoreboard shows all of a flight of fewer than
  * four segments SACKed but that one (tcp_sack_er()), when no new data
  * can go out to draw more duplicates: our FIN is sent, the guest's
- * window wnd (this duplicate's: it is taken after) is full, or the socket holds nothing unsent (one SIOCINQ, on
- * this path only). Needs SACK: without it a duplicate ACK cannot be
- * told from the answer to a duplicate segment. */
+ * window wnd (this duplicate's, taken after it) is full, or the socket
+ * holds nothing unsent (one SIOCINQ, on this path only). Needs SACK:
+ * without it a duplicate ACK cannot be told from the answer to a
+ * duplicate segment. */
 bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd)
 {
 	uint32_t out = (uint32_t)seq_diff(conn->seq_to_guest,
@@ -973,7 +975,8 @@ static bool tcp_tlp_ok(const struct tcp_conn *conn)
 {
 	return conn->state == TCP_CS_ESTABLISHED && conn->sock >= 0 &&
 	       (conn->flags & TCP_C_SACK) && !conn->retries &&
-	       !conn->rewound && conn->wnd_from_guest &&
+	       !conn->rewound && !conn->fin_rewound &&
+	       conn->wnd_from_guest &&
 	       seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest) &&
 	       !tcp_sack_in_recovery(conn);
 }
