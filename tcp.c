@@ -632,6 +632,12 @@ void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
 	conn->ws_from_guest = t->has_wscale ? t->wscale : 0;
 	conn->ws_to_guest = t->has_wscale ? TCP_WS_TO_GUEST : 0;
 	conn->wnd_from_guest = t->window;	/* never scaled in a SYN */
+	/* RFC 9293 3.10.7.3/4: SND.WL1 <- SEG.SEQ, SND.WL2 <- SEG.ACK of the
+	 * SYN-ACK (forwarded). For the guest's SYN, which acknowledges
+	 * nothing, WL1 = its ISN is enough: every later segment lies beyond
+	 * it, so the handshake's ACK takes its window whatever WL2 says. */
+	conn->snd_wl1 = seq_make(t->seq);
+	conn->snd_wl2 = seq_make(t->ack);
 	if (t->has_sack_perm)
 		conn->flags |= TCP_C_SACK;
 	else
@@ -798,11 +804,31 @@ static bool tcp_dupack_loss(struct ctx *c, struct tcp_conn *conn,
 	return false;
 }
 
+/* tcp_wnd_from_seg() - whether the window of a guest segment (seq, ack;
+ * ack at or past SND.UNA, not past what was sent) is newer than the one
+ * taken last, before SND.UNA moves (RFC 9293 3.10.7.4, fifth step): its
+ * SEG.SEQ lies past SND.WL1, or is SND.WL1 with an ACK at or past
+ * SND.WL2, so that a reordered older segment (a retransmission, an
+ * earlier window update) cannot put back an older window: a larger one
+ * let ferry send beyond the guest's right edge. Or its ACK moves SND.UNA
+ * (as Linux's tcp_may_update_window()): the guest's ACKs only grow, so
+ * the newest ACK is the guest's newest state whatever its SEG.SEQ (a
+ * retransmission of a hole below data sent before it), and taking the
+ * ACK without its window would move the right edge past the guest's. */
+static bool tcp_wnd_from_seg(const struct tcp_conn *conn, seq_t seq, seq_t ack)
+{
+	return seq_gt(ack, conn->seq_acked_by_guest) ||
+	       seq_gt(seq, conn->snd_wl1) ||
+	       (seq_eq(seq, conn->snd_wl1) && seq_ge(ack, conn->snd_wl2));
+}
+
 /* tcp_ack_input() - the guest's ACK and window (RFC 9293 3.10.7.4 step
  * 5): acknowledged bytes are marked for consumption, three duplicate ACKs
  * rewind (one, when the SACK blocks already show the segment at the ACK
- * lost: tcp_sack_una_lost()), a grown window lets more data out (an old
- * ACK's window is not taken). A duplicate ACK has the
+ * lost: tcp_sack_una_lost()), a grown window lets more data out. The
+ * window is taken only from a segment newer than the one it was taken
+ * from last (tcp_wnd_from_seg()), never from an ACK below SND.UNA. A
+ * duplicate ACK has the
  * window of the ACK before (RFC 5681), or SACK blocks whatever its window
  * (RFC 6675): a guest receiving beyond a hole may grow its window in
  * every one of them. The SACK blocks go to the scoreboard, which the
@@ -811,15 +837,16 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	const struct tcp_view *t = &p->tcp;
-	seq_t ack = seq_make(t->ack);
+	seq_t ack = seq_make(t->ack), seq = seq_make(t->seq);
 	uint32_t wnd = (uint32_t)t->window << conn->ws_from_guest;
 	/* An ACK below snd_una is old, and so is its window: not taken
 	 * (RFC 9293 3.10.7.4: the window moves only for SND.UNA =< SEG.ACK),
 	 * or a reordered ACK with a larger window would let data out beyond
-	 * the guest's right edge. */
-	bool wnd_changed = wnd != conn->wnd_from_guest &&
-			   !seq_lt(ack, conn->seq_acked_by_guest);
+	 * the guest's right edge; nor is an older segment's (SND.WL1/2). */
+	bool take = !seq_lt(ack, conn->seq_acked_by_guest) &&
+		    tcp_wnd_from_seg(conn, seq, ack);
 	bool dup = seq_eq(ack, conn->seq_acked_by_guest), moved = false;
+	bool wnd_same = wnd == conn->wnd_from_guest;
 	seq_t hole;
 
 	if (seq_gt(ack, conn->seq_to_guest)) {
@@ -863,7 +890,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	}
 	tcp_sack_input(conn, t, &c->tcp.st);
 	if (dup && conn->dup_acks < 3 &&
-	    !p->payload_len && (!wnd_changed || t->has_sack) &&
+	    !p->payload_len && (wnd_same || t->has_sack) &&
 	    !(t->flags & (TCP_F_SYN | TCP_F_FIN)) &&
 	    seq_lt(ack, conn->seq_to_guest) &&
 	    tcp_dupack_loss(c, conn, wnd)) {
@@ -875,10 +902,12 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 		tcp_rewind_to(c, fl, hole, true);
 		conn->flags |= TCP_C_TX_NOW;
 	}
-	if (wnd_changed) {
+	if (take) {
 		if (wnd > conn->wnd_from_guest)
 			conn->flags |= TCP_C_TX_NOW;
 		conn->wnd_from_guest = wnd;
+		conn->snd_wl1 = seq;
+		conn->snd_wl2 = ack;
 	}
 	if (moved && conn->timer_ms)	/* RFC 8985 7.2: on progress */
 		tcp_tlp_arm(c, fl);

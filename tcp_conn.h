@@ -122,6 +122,10 @@ struct tcp_conn {
 	bool fin_rewound;		/* our FIN was sent after those bytes:
 					 * an ACK of rewound + 1 acks it */
 	uint32_t wnd_from_guest;	/* guest's window, scaled, bytes */
+	seq_t snd_wl1;			/* the guest's SEG.SEQ and SEG.ACK of */
+	seq_t snd_wl2;			/* the segment whose window was taken
+					 * last (RFC 9293 SND.WL1, SND.WL2;
+					 * tcp.c tcp_wnd_from_seg()) */
 	uint32_t consume;		/* acked bytes still in the socket */
 	uint32_t clamp;			/* TCP_WINDOW_CLAMP last set, 0: none */
 	uint32_t clamp_wnd;		/* wnd_from_guest the clamp was last

@@ -126,6 +126,9 @@ struct tp {
 	seq_t una;			/* highest ACK ferry took (model) */
 	seq_t edge;			/* the guest's right edge, as ferry took
 					 * it: una + the last window taken */
+	seq_t wl1, wl2;			/* SEG.SEQ and SEG.ACK of the segment
+					 * that window came from (RFC 9293
+					 * SND.WL1/2) */
 	bool fin;			/* ferry's FIN ... */
 	seq_t fin_seq;			/* ... at this seq */
 	bool acked;			/* ferry sent an ACK ... */
@@ -527,12 +530,15 @@ static uint16_t tp_wnd_field(const struct tp *t)
 	return t->g.wnd || t->g.wnd_raw ? t->g.wnd : 65535;
 }
 
-/* tp_took_ack() - the model of ferry taking the guest's ACK field ack
- * with window field w (tcp.c tcp_ack_input(): established, ACK, no SYN,
- * no RST, between SND.UNA and what was sent, RFC 9293 3.10.7.4): una
- * and the right edge move with it (the edge back too, when the guest
- * shrinks its window). */
-static void tp_took_ack(struct tp *t, seq_t ack, uint16_t w, uint8_t flags)
+/* tp_took_ack() - the model of ferry taking the ACK field ack with
+ * window field w of the guest's segment at seq (tcp.c tcp_ack_input():
+ * established, ACK, no SYN, no RST, between SND.UNA and what was sent,
+ * RFC 9293 3.10.7.4): una and the right edge move with it (the edge back
+ * too, when the guest shrinks its window), but only from a segment newer
+ * than the one the window came from last (SND.WL1/2), or one whose ACK
+ * moves una. */
+static void tp_took_ack(struct tp *t, seq_t seq, seq_t ack, uint16_t w,
+			uint8_t flags)
 {
 	if (!t->live || !(flags & TCP_F_ACK) || (flags & (TCP_F_SYN | TCP_F_RST)))
 		return;
@@ -543,8 +549,13 @@ static void tp_took_ack(struct tp *t, seq_t ack, uint16_t w, uint8_t flags)
 	}
 	if (seq_gt(ack, t->snd_max) || seq_lt(ack, t->una))
 		return;
+	if (!seq_gt(ack, t->una) && !seq_gt(seq, t->wl1) &&
+	    !(seq_eq(seq, t->wl1) && seq_ge(ack, t->wl2)))
+		return;
 	t->edge = seq_add(ack, (uint32_t)w << t->ws);
 	t->una = ack;
+	t->wl1 = seq;
+	t->wl2 = ack;
 }
 
 /* tp_rst_scope() - before a guest segment: whether ferry has no flow for
@@ -585,7 +596,8 @@ static void tp_send(struct tp *t, uint8_t flags, uint32_t off, uint32_t len,
 		t->gfin_off = off + len;
 	}
 	tp_scope(t, flags, len);
-	tp_took_ack(t, seq_make(t->g.ack), tp_wnd_field(t), flags);
+	tp_took_ack(t, seq_add(t->isn_g, 1 + off), seq_make(t->g.ack),
+		    tp_wnd_field(t), flags);
 	tp_input(t, fr, &n, 1);
 	tp_events(t);
 }
@@ -700,6 +712,7 @@ static void tp_open(struct tp *t, uint32_t isn)
 	t->hw = t->hr = 0;
 	t->hfin = t->hclosed = t->heof = t->hreset = false;
 	t->isn_g = seq_make(isn);
+	t->wl1 = t->wl2 = t->isn_g;	/* ferry's SND.WL1: the SYN's seq */
 	if (t->hdr[0] & TP_H_MSS) {
 		opts[n++] = 2;
 		opts[n++] = 4;
@@ -848,7 +861,10 @@ static void tp_burst(struct tp *t, unsigned int n)
 
 	if (t->gfin)
 		return;
+	tp_scope(t, TCP_F_ACK, pay);
 	for (i = 0; i < n && i < 8 && t->ghi + pay < TP_GMAX; i++) {
+		tp_took_ack(t, seq_add(t->isn_g, 1 + t->ghi),
+			    seq_make(t->g.ack), tp_wnd_field(t), TCP_F_ACK);
 		fr[i] = bufs[i];
 		len[i] = tp_build(t, bufs[i], TCP_F_ACK,
 				  seq_add(t->isn_g, 1 + t->ghi), t->ghi, pay,
@@ -856,8 +872,6 @@ static void tp_burst(struct tp *t, unsigned int n)
 		gmap_set(t, t->ghi, pay);
 		t->ghi += pay;
 	}
-	tp_scope(t, TCP_F_ACK, pay);
-	tp_took_ack(t, seq_make(t->g.ack), tp_wnd_field(t), TCP_F_ACK);
 	tp_input(t, fr, len, i);
 	tp_events(t);
 }
