@@ -34,6 +34,13 @@
  * passed on with shutdown(SHUT_WR) only once every byte before it has
  * been written.
  *
+ * Segment arrival (tcp_conn_input()) follows RFC 9293 3.10.7.4 step by
+ * step, with RFC 5961's challenge ACKs for an RST that is not at
+ * RCV.NXT and for a SYN, limited per connection (tcp_chack()); the
+ * guest's window is taken only from a newer segment (SND.WL1/2,
+ * tcp_wnd_from_seg()). doc/tcp.md "Segment arrival" has the table of
+ * rules, what ferry does and the deviations.
+ *
  * Host -> guest (tcp_tx.c): MSG_PEEK into frames, MSG_TRUNC on ACK,
  * rewind on duplicate ACKs (fewer for a small flight: early
  * retransmit), a tail loss probe or a timeout, window clamp.
@@ -41,15 +48,15 @@
  * Closing: each direction closes on its own (half-close): the guest's FIN
  * becomes shutdown(SHUT_WR), the peer's EOF our FIN once all its data is
  * sent. When both FINs are through and acknowledged, the socket is closed
- * normally. Resets travel both ways: a guest RST closes the socket with
- * SO_LINGER 0 (the peer gets an RST, and no TIME_WAIT is left behind on
- * the host), a socket error becomes an RST to the guest. Only aborted
- * connections use SO_LINGER 0; a clean close keeps TCP's TIME_WAIT
- * semantics, which fall on ferry's socket only when the guest closed
- * first (see doc/tcp.md). Toward the guest, a clean close is remembered
- * for a while by its 4-tuple (tcp_tw.c): the guest's retransmitted FIN
- * or data gets our last ACK again, not an RST; a new SYN opens a new
- * connection.
+ * normally. Resets travel both ways: a guest RST (at RCV.NXT) closes the
+ * socket with SO_LINGER 0 (the peer gets an RST, and no TIME_WAIT is left
+ * behind on the host), a socket error becomes an RST to the guest. Only
+ * aborted connections use SO_LINGER 0; a clean close keeps TCP's
+ * TIME_WAIT semantics, which fall on ferry's socket only when the guest
+ * closed first (see doc/tcp.md). Toward the guest, a clean close is
+ * remembered for a while by its 4-tuple (tcp_tw.c): the guest's
+ * retransmitted FIN or data gets our last ACK again, not an RST; a new
+ * SYN opens a new connection.
  *
  * Timers run from the event loop's module timer: each connection has one
  * deadline (handshake, retransmission, zero-window probe; while it comes
@@ -804,6 +811,51 @@ static bool tcp_dupack_loss(struct ctx *c, struct tcp_conn *conn,
 	return false;
 }
 
+/* tcp_chack() - answer a guest segment that does not fit the connection
+ * with our ACK at the end of the batch: an RST inside the window but not
+ * at RCV.NXT, a SYN once synchronized (RFC 5961 sections 3.2 and 4:
+ * "challenge ACKs"; a guest that lost the connection answers with an RST
+ * at our ACK, which then resets it), a segment beyond the window or
+ * acknowledging what was never sent (RFC 9293 3.10.7.4, first and fifth
+ * steps). At most TCP_CHACK_MAX per TCP_CHACK_MS per connection (RFC 5961
+ * section 7, its example values): a hostile guest gets no more than that
+ * out of ferry, and an ACK loop with a confused peer stops. Per
+ * connection, so that one connection's flood costs no other its answers
+ * (a global limit is also a side channel, CVE-2016-5696). Returns true
+ * when the ACK will go. */
+static bool tcp_chack(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	int64_t now = tcp_now_ms(c);
+
+	if (!conn->chack_n || now - conn->chack_ms >= TCP_CHACK_MS) {
+		conn->chack_ms = now;
+		conn->chack_n = 0;
+	}
+	if (conn->chack_n >= TCP_CHACK_MAX) {
+		c->tcp.st.chacks_limited++;
+		return false;
+	}
+	conn->chack_n++;
+	c->tcp.st.chacks++;
+	conn->flags |= TCP_C_ACK_NOW;
+	tcp_dirty(c, fl);
+	return true;
+}
+
+/* tcp_rcv_nxt() - RCV.NXT as far as this batch took the guest's stream
+ * in: the bytes written, those queued for the batch's write, and a FIN
+ * reached but not yet passed on. */
+static seq_t tcp_rcv_nxt(const struct tcp_conn *conn)
+{
+	seq_t nxt = seq_add(conn->seq_from_guest, conn->pend_bytes);
+
+	if ((conn->flags & TCP_C_GUEST_FIN) && !(conn->flags & TCP_C_SHUT_WR) &&
+	    seq_eq(nxt, conn->seq_fin_from_guest))
+		nxt = seq_add(nxt, 1);
+	return nxt;
+}
+
 /* tcp_wnd_from_seg() - whether the window of a guest segment (seq, ack;
  * ack at or past SND.UNA, not past what was sent) is newer than the one
  * taken last, before SND.UNA moves (RFC 9293 3.10.7.4, fifth step): its
@@ -832,8 +884,11 @@ static bool tcp_wnd_from_seg(const struct tcp_conn *conn, seq_t seq, seq_t ack)
  * window of the ACK before (RFC 5681), or SACK blocks whatever its window
  * (RFC 6675): a guest receiving beyond a hole may grow its window in
  * every one of them. The SACK blocks go to the scoreboard, which the
- * rewind's resend steps over (tcp_sack.c). */
-static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
+ * rewind's resend steps over (tcp_sack.c). Returns DROP_TCP_ACK_UNSENT
+ * for an ACK of data never sent: the segment is dropped (its payload
+ * too) and answered with our ACK; DROP_NONE otherwise. */
+static enum drop_reason tcp_ack_input(struct ctx *c, struct flow *fl,
+				      const struct pkt *p)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	const struct tcp_view *t = &p->tcp;
@@ -854,8 +909,10 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 		bool fin = conn->fin_rewound && d == conn->rewound + 1;
 
 		if (d > conn->rewound && !fin) {
-			conn->flags |= TCP_C_ACK_NOW;	/* never sent */
-			return;
+			/* Never sent: ACK, drop the segment (RFC 9293
+			 * 3.10.7.4, fifth step). */
+			tcp_chack(c, fl);
+			return DROP_TCP_ACK_UNSENT;
 		}
 		/* Sent before a rewind: the guest has it, skip ahead (the
 		 * peek offset follows when the acked bytes are dropped).
@@ -911,6 +968,7 @@ static void tcp_ack_input(struct ctx *c, struct flow *fl, const struct pkt *p)
 	}
 	if (moved && conn->timer_ms)	/* RFC 8985 7.2: on progress */
 		tcp_tlp_arm(c, fl);
+	return DROP_NONE;
 }
 
 /* tcp_pend_iov() - iovecs for the batch's in-order slices, followed by
@@ -1120,36 +1178,76 @@ static bool tcp_handshake_input(struct ctx *c, struct flow *fl,
 	return true;
 }
 
-/* tcp_conn_input() - a segment for an existing connection. */
+/* tcp_rst_input() - the guest's RST (RFC 9293 3.10.7.4 second step, RFC
+ * 5961 section 3): it resets the connection only at RCV.NXT exactly
+ * (tcp_rcv_nxt()); elsewhere in the window it draws a challenge ACK
+ * (tcp_chack(): a guest that really reset answers it with an RST at
+ * our ACK), outside it it is dropped. Before the guest's ACK of our
+ * SYN-ACK the window is not open: RCV.NXT only. Toward a forwarded
+ * connection's SYN (SYN-SENT, RFC 9293 3.10.7.3) only an RST whose ACK
+ * acknowledges the SYN counts. Returns the drop reason. */
+static enum drop_reason tcp_rst_input(struct ctx *c, struct flow *fl,
+				      const struct pkt *p)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	const struct tcp_view *t = &p->tcp;
+	seq_t seq = seq_make(t->seq), nxt = tcp_rcv_nxt(conn);
+
+	if (conn->state == TCP_CS_SYN_TO_GUEST) {
+		if (!(t->flags & TCP_F_ACK) ||
+		    !seq_eq(seq_make(t->ack), conn->seq_to_guest))
+			return DROP_TCP_SEQ;
+	} else if (!seq_eq(seq, nxt)) {
+		if (conn->state != TCP_CS_ESTABLISHED || seq_lt(seq, nxt) ||
+		    !seq_lt(seq, conn->wnd_edge))
+			return DROP_TCP_SEQ;
+		tcp_chack(c, fl);
+		return DROP_TCP_CHALLENGE;
+	}
+	c->tcp.st.rst_from_guest++;
+	tcp_conn_close(c, fl, true);
+	return DROP_NONE;
+}
+
+/* tcp_conn_input() - a segment for an existing connection, in the order
+ * of RFC 9293 3.10.7.4 (doc/tcp.md, "Segment arrival"): RST, the
+ * handshake, a SYN, the ACK bit, the sequence number (a segment that
+ * starts beyond the right edge we advertised is answered and dropped,
+ * its ACK not taken: a SEG.SEQ from beyond would hold SND.WL1 there and
+ * freeze the window), the ACK, the payload and FIN. Old segments (a
+ * retransmission, a window probe) keep their ACK: it can only be the
+ * guest's newest or older, and older ACKs and windows are not taken. */
 static enum drop_reason tcp_conn_input(struct ctx *c, struct flow *fl,
 				       const struct pkt *p)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	const struct tcp_view *t = &p->tcp;
+	bool synced = conn->state == TCP_CS_ESTABLISHED;
 	enum drop_reason r = DROP_NONE;
 
-	if (t->flags & TCP_F_RST) {
-		int32_t d = seq_diff(seq_make(t->seq), conn->seq_from_guest);
-
-		if (conn->state == TCP_CS_ESTABLISHED &&
-		    (d < 0 || (uint32_t)d > MAX(conn->wnd_to_guest, 1u)))
-			return DROP_TCP_SEQ;
-		c->tcp.st.rst_from_guest++;
-		tcp_conn_close(c, fl, true);
-		return DROP_NONE;
-	}
+	if (t->flags & TCP_F_RST)
+		return tcp_rst_input(c, fl, p);
 	conn->last_ms = tcp_now_ms(c);
-	if (conn->state != TCP_CS_ESTABLISHED &&
-	    !tcp_handshake_input(c, fl, p, &r))
+	if (!synced && !tcp_handshake_input(c, fl, p, &r))
 		return r;
 	if (t->flags & TCP_F_SYN) {
-		conn->flags |= TCP_C_ACK_NOW;	/* retransmitted SYN */
-		tcp_dirty(c, fl);
-		return DROP_NONE;
+		if (!synced) {	/* a forwarded one's SYN-ACK */
+			conn->flags |= TCP_C_ACK_NOW;
+			tcp_dirty(c, fl);
+			return DROP_NONE;
+		}
+		/* A SYN-ACK again (our ACK lost), or a new SYN on the
+		 * tuple: challenge ACK (RFC 5961 section 4). */
+		return tcp_chack(c, fl) ? DROP_NONE : DROP_TCP_CHALLENGE;
 	}
 	if (!(t->flags & TCP_F_ACK))
 		return DROP_TCP_STATE;
-	tcp_ack_input(c, fl, p);
+	if (seq_gt(seq_make(t->seq), conn->wnd_edge)) {
+		tcp_chack(c, fl);
+		return DROP_TCP_SEQ;
+	}
+	if ((r = tcp_ack_input(c, fl, p)))
+		return r;
 	r = tcp_data_input(c, fl, p);
 	tcp_dirty(c, fl);
 	return r;
@@ -1595,6 +1693,8 @@ void tcp_stats_log(const struct ctx *c)
 		{ "early rexmits", s->early_rexmits },
 		{ "tlp probes/rewinds", s->tlp_probes },
 		{ NULL, s->tlp_rewinds },
+		{ "challenge acks/limited", s->chacks },
+		{ NULL, s->chacks_limited },
 	};
 
 	stats_line("tcp", st, ARRAY_SIZE(st));

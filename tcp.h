@@ -33,6 +33,11 @@ struct tcp_stats {
 	uint64_t opened, refused, fwd_accepted;
 	uint64_t connect_now;		/* SYN-ACK in the SYN's round (tests) */
 	uint64_t rst_to_guest, rst_from_guest;
+	uint64_t chacks;		/* ACKs answering an RST or SYN that
+					 * does not fit the connection, or a
+					 * segment outside the window (RFC 5961;
+					 * tcp.c tcp_chack()) */
+	uint64_t chacks_limited;	/* ... not sent: over the limit */
 	uint64_t rewinds_dupack, rewinds_rto;
 	uint64_t sack_rewinds;		/* resends from a hole found lost in a
 					 * fast recovery (tcp_sack_lost()) */

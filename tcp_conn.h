@@ -132,6 +132,10 @@ struct tcp_conn {
 					 * computed for (tcp_clamp_refresh()) */
 	uint32_t mss_peer;		/* host socket's advertised MSS, 0: not
 					 * looked up yet (tcp_tx.c) */
+	int64_t chack_ms;		/* challenge ACKs (RFC 5961): the
+					 * current limit period began here */
+	uint8_t chack_n;		/* ... and this many went in it
+					 * (tcp.c tcp_chack()) */
 
 	/* guest -> host (the guest's sequence space) */
 	seq_t seq_from_guest;		/* next byte expected (all before it
@@ -242,6 +246,8 @@ struct pkt;
 #define TCP_PTO_DELACK_MS	200	/* ... plus the guest's worst delayed
 					 * ACK with one segment out (RFC 8985
 					 * WCDelAckT) */
+#define TCP_CHACK_MAX		10	/* challenge ACKs per connection ... */
+#define TCP_CHACK_MS		5000	/* ... in this period (RFC 5961 7) */
 #define TCP_CONSUME_LAZY	(16u << 10)	/* acked bytes that may stay in
 						 * the socket (tcp_consume_lazy) */
 

@@ -531,21 +531,28 @@ static uint16_t tp_wnd_field(const struct tp *t)
 }
 
 /* tp_took_ack() - the model of ferry taking the ACK field ack with
- * window field w of the guest's segment at seq (tcp.c tcp_ack_input():
- * established, ACK, no SYN, no RST, between SND.UNA and what was sent,
+ * window field w of the guest's segment at seq (tcp.c tcp_conn_input(),
+ * tcp_ack_input(): established, ACK, no SYN, no RST, not starting beyond
+ * the right edge ferry advertised, between SND.UNA and what was sent,
  * RFC 9293 3.10.7.4): una and the right edge move with it (the edge back
  * too, when the guest shrinks its window), but only from a segment newer
  * than the one the window came from last (SND.WL1/2), or one whose ACK
- * moves una. */
+ * moves una. The edge ferry advertised is read from ferry before the
+ * segment: a decision about ferry's own receive window, not what the
+ * invariants check. */
 static void tp_took_ack(struct tp *t, seq_t seq, seq_t ack, uint16_t w,
 			uint8_t flags)
 {
+	struct tcp_conn *conn = tp_conn(t);
+
 	if (!t->live || !(flags & TCP_F_ACK) || (flags & (TCP_F_SYN | TCP_F_RST)))
 		return;
 	if (!t->est) {
 		if (!seq_eq(ack, seq_add(t->isn_f, 1)))
 			return;
 		t->est = true;
+	} else if (conn && seq_gt(seq, conn->wnd_edge)) {
+		return;
 	}
 	if (seq_gt(ack, t->snd_max) || seq_lt(ack, t->una))
 		return;
