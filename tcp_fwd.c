@@ -40,8 +40,11 @@
  * the guest's address and target port, from the client's own address
  * unless that is local to the host (then from the gateway, as
  * nat_inbound_fwd() decides). The guest's SYN-ACK establishes the
- * connection (tcp_fwd_synack()) and tcp.c / tcp_tx.c take over; its RST,
- * or no answer after TCP_SYN_RETRIES retransmissions, resets the client.
+ * connection (tcp_fwd_synack()) and tcp.c / tcp_tx.c take over; a
+ * segment acknowledging anything else gets an RST and changes nothing
+ * (RFC 9293 3.10.7.3). The guest's RST with the ACK of our SYN (one
+ * without is dropped), or no answer after TCP_SYN_RETRIES
+ * retransmissions, resets the client.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,8 +64,6 @@
 
 #define LFD_SLOTS	(2 * 2 * 65536)
 #define LFD_NEW		(1 << 30)	/* opened, not yet registered */
-/* A listener's eref side: bit 0 IPv6, bit 1 TCP_FWD_OUT, and: */
-#define LISTEN_PEEK_OFF	4	/* SO_PEEK_OFF 0 set, accepted sockets inherit it */
 
 /* lfd_idx() - index of the listener of (dir, family, port) in lfd. */
 static size_t lfd_idx(enum tcp_fwd_dir dir, bool v6, unsigned int port)
@@ -509,12 +510,18 @@ bool tcp_fwd_synack(struct ctx *c, struct flow *fl, const struct pkt *p,
 	struct tcp_conn *conn = FLOW_PRIV(fl, struct tcp_conn);
 	const struct tcp_view *t = &p->tcp;
 
-	if ((t->flags & (TCP_F_SYN | TCP_F_ACK)) != (TCP_F_SYN | TCP_F_ACK)) {
-		*r = DROP_TCP_STATE;
+	/* RFC 9293 3.10.7.3 (SYN-SENT), first: an ACK of anything but our
+	 * SYN (SEG.ACK =< ISS or > SND.NXT, ISS + 1 here) is answered with
+	 * <SEQ=SEG.ACK><CTL=RST> and dropped; the connection stays. RSTs
+	 * never come here (tcp_conn_input()). */
+	if ((t->flags & TCP_F_ACK) &&
+	    !seq_eq(seq_make(t->ack), conn->seq_to_guest)) {
+		tcp_rst_reply(c, p);
+		*r = DROP_TCP_SEQ;
 		return false;
 	}
-	if (!seq_eq(seq_make(t->ack), conn->seq_to_guest)) {
-		*r = DROP_TCP_SEQ;
+	if ((t->flags & (TCP_F_SYN | TCP_F_ACK)) != (TCP_F_SYN | TCP_F_ACK)) {
+		*r = DROP_TCP_STATE;
 		return false;
 	}
 	tcp_guest_syn_params(c, fl, t, p->is_v6);

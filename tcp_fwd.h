@@ -26,6 +26,9 @@ enum tcp_fwd_dir {
 #define TCP_FWD_ACCEPT_BATCH	64	/* accepts per listener event */
 #define TCP_SPLICE_POOL		16	/* pre-made namespace sockets per family */
 
+/* A listener's eref side: bit 0 IPv6, bit 1 TCP_FWD_OUT, and: */
+#define LISTEN_PEEK_OFF	4	/* SO_PEEK_OFF 0 set, accepted sockets inherit it */
+
 struct tcp_fwd_stats {
 	uint64_t listeners;		/* listening sockets opened */
 	uint64_t accepted;		/* connections accepted */
@@ -73,9 +76,10 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref, uint32_t events);
  * that failed to open, idle spliced connections. */
 void tcp_fwd_timer(struct ctx *c);
 /* tcp_fwd_synack() - the guest's answer to our SYN on a forwarded
- * connection (state TCP_CS_SYN_TO_GUEST). Returns true when the
- * connection is established and the segment's processing goes on (its
- * SYN makes tcp.c acknowledge it); else sets *r. */
+ * connection (state TCP_CS_SYN_TO_GUEST; not an RST). Returns true
+ * when the connection is established and the segment's processing goes
+ * on (its SYN makes tcp.c acknowledge it); else sets *r, having answered
+ * a segment whose ACK is not ISS + 1 with an RST (RFC 9293 3.10.7.3). */
 bool tcp_fwd_synack(struct ctx *c, struct flow *fl, const struct pkt *p,
 		    enum drop_reason *r);
 /* tcp_fwd_syn_timeout() - retransmit our SYN to the guest, or give up

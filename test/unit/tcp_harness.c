@@ -3,6 +3,7 @@
  * the handshake. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +105,14 @@ void loop_dispatch(struct ctx *c, const struct epoll_event *ev, int n)
 {
 	int i;
 
-	for (i = 0; i < n; i++)
-		tcp_sock_handler(c, ev[i].data.u64, ev[i].events);
+	for (i = 0; i < n; i++) {
+		union eref ref = { .u64 = ev[i].data.u64 };
+
+		if (ref.type == EREF_TCP_LISTEN)	/* fwd_listener()'s */
+			tcp_fwd_listen_handler(c, ref.u64, ev[i].events);
+		else
+			tcp_sock_handler(c, ev[i].data.u64, ev[i].events);
+	}
 	if (c->timer_armed && ts_ms_diff(&c->now, &c->timer_due) >= 0) {
 		c->timer_armed = false;
 		tcp_timer(c);
@@ -141,6 +148,28 @@ int listener(bool v6, uint16_t *port)
 	    listen(s, 8) || getsockname(s, v6 ? (void *)&a6 : (void *)&a4, &sl))
 		return -1;
 	*port = ntohs(v6 ? a6.sin6_port : a4.sin_port);
+	return s;
+}
+
+int fwd_listener(struct ctx *c, bool v6, uint16_t *port, uint16_t target)
+{
+	union eref ref = { .type = EREF_TCP_LISTEN, .side = v6 };
+	int s = listener(v6, port), zero = 0;
+
+	if (s < 0)
+		return -1;
+	fcntl(s, F_SETFL, O_NONBLOCK);
+	tcp_sock_opts(s);	/* as listen_sock(): accepted sockets inherit */
+	if (c->tcp.peek_off &&
+	    !setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)))
+		ref.side |= LISTEN_PEEK_OFF;
+	ref.idx = (uint32_t)s;
+	ref.aux = *port;
+	c->conf.tcp_in.delta[*port] = (uint16_t)(target - *port);
+	if (ep_add(c, s, EPOLLIN, ref)) {
+		close(s);
+		return -1;
+	}
 	return s;
 }
 

@@ -57,6 +57,15 @@ bool seg_at(struct ctx *c, size_t i, struct pkt *p);
  * *port. */
 int listener(bool v6, uint16_t *port);
 
+/* fwd_listener() - a forwarded port (-t) as tcp_fwd.c's listeners are,
+ * made by hand on the host loopback (its port in *port, chosen by the
+ * kernel) so that tests never collide on a fixed one: the loop's
+ * dispatch (loop_dispatch()) hands its connections to
+ * tcp_fwd_listen_handler(), which sends the guest a SYN to port target
+ * (with c->conf.mode MODE_VM: in MODE_NS a loopback client is spliced).
+ * Returns the listener, -1 on failure. */
+int fwd_listener(struct ctx *c, bool v6, uint16_t *port, uint16_t target);
+
 /* tcp_test_ctx()/tcp_test_free() - a context with TCP set up and the
  * test clock started, and its release. */
 struct ctx *tcp_test_ctx(void);
