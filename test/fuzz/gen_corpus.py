@@ -363,7 +363,8 @@ def vu_sock():
 # fuzz_tcp programs (tcp_prog.c): an 8-byte header, then [op a b c] steps.
 V6, SACKP, WS, MSS, JUMBO, MANUAL, AUTOACK, AUTOREAD = 1, 2, 4, 8, 16, 32, 64, 128
 (SEND, BURST, ACK, SACK, DUPACK, WND, FIN, RST, SYN, HWRITE, HREAD, HSHUT,
- CLOCK, LOOP) = range(14)
+ CLOCK, LOOP, SYNACK) = range(15)      # SYNACK: host-initiated programs only
+HOST = b"host"          # before the header: the host connects, ferry sends the SYN
 
 
 def thdr(flags, ws=7, mss=1460, synwnd=65535, rcvbuf=0, wnd_k=0):
@@ -431,6 +432,54 @@ def tcp_progs():
         "odd_acks": full + hw(30000) + st(ACK, 0, 100, 2) +
         st(ACK, 0x40, 0, 0) + st(WND, 0xff, 0xff) + st(ACK, 0x10, 0, 3) +
         st(LOOP) + st(CLOCK, 10),
+        # host-initiated (-t): the guest's SYN-ACK at once, both ways, closes
+        "host_basic": HOST + full + hw(4096) + ack_all() + st(SEND, 2, 0) +
+        st(HREAD, 255, 255, 4) + st(HSHUT) + ack_all() + st(FIN) +
+        st(CLOCK, 15),
+        # SYN-ACKs (and an ACK) acknowledging ISS, beyond SND.NXT, far:
+        # RSTs, still SYN-SENT; then the right one
+        "host_badack": HOST + thdr(MANUAL | WS | MSS, ws=3) +
+        st(SYNACK, 1) + st(SYNACK, 2, 5) + st(SYNACK, 3, 7, 9) +
+        st(ACK, 0, 5, 2) + st(SYNACK, 0) + st(SEND, 0, 100) +
+        st(HREAD, 255, 255),
+        # RSTs in SYN-SENT: without ACK, with a wrong one (dropped), with
+        # ISS + 1 (the client is reset); a new connection after it
+        "host_rst": HOST + thdr(MANUAL | SACKP) + st(RST, 0, 0, 0) +
+        st(ACK, 0, 3, 2) + st(RST, 0, 0, 1) + st(ACK, 0, 0, 0) +
+        st(RST, 0, 9, 1) + st(SYN, 0, 1) + st(SYNACK, 0) + hw(100) +
+        ack_all(),
+        # no answer: the SYN's retries, the flow goes, the client is
+        # reset (with bytes ferry did not read, and then without)
+        "host_retry": HOST + thdr(MANUAL | MSS) + hw(100) + st(CLOCK, 12) +
+        st(CLOCK, 12, 100) + st(CLOCK, 15) + st(SYN, 0, 2) +
+        st(CLOCK, 13) + st(CLOCK, 15),
+        # simultaneous open (a bare SYN), a retransmitted SYN, then a
+        # SYN-ACK with data and a FIN, which come again
+        "host_simopen": HOST + thdr(MANUAL | SACKP | WS | MSS | V6) +
+        st(SYN) + st(CLOCK, 12) + st(SYNACK, 4 | 2 << 3) +
+        st(SEND, 0, 64, 0xff) + st(FIN, 0, 0) + st(HREAD, 255, 255) +
+        st(HSHUT) + ack_all(),
+        # the host writes and closes, the guest sends data and a FIN
+        # before the handshake ends; then the SYN-ACK and everything again
+        "host_early": HOST + thdr(MANUAL | WS | MSS) + hw(3000) +
+        st(HSHUT) + st(SEND, 2, 0) + st(FIN) + st(SYNACK, 0) + ack_all() +
+        st(SEND, 2, 0, 0xf8) + st(FIN) + st(HREAD, 255, 255) +
+        st(CLOCK, 15),
+        # the host aborts before the guest answered: RST to the guest;
+        # the SYN-ACK after it finds no connection
+        "host_abort_early": HOST + thdr(MANUAL | V6) + hw(500) +
+        st(HSHUT, 0, 0, 2) + st(SYNACK, 0) + st(SYN, 0, 5),
+        # the host closes before the guest answered; later the guest's
+        # data finds the client gone
+        "host_close_early": HOST + thdr(MANUAL | SACKP) + hw(700) +
+        st(HSHUT, 0, 0, 1) + st(SYNACK, 0) + ack_all() + st(SEND, 1, 0) +
+        st(LOOP) + st(CLOCK, 10),
+        # bulk both ways at MTU 9000, IPv6, a well-behaved guest and host
+        "host_bulk6": HOST + thdr(V6 | SACKP | WS | MSS | JUMBO | AUTOACK |
+                                  AUTOREAD, mss=8940) +
+        hw(60000, 4) + st(BURST, 7) + st(SACK, 0) + bytes([4, 10]) +
+        st(DUPACK, 0, 0, 3) + st(CLOCK, 9) + st(HSHUT) + st(FIN) +
+        st(CLOCK, 15),
     }
 
 

@@ -28,6 +28,20 @@
  * (libFuzzer reports it; the replay's child dies). Each invariant names
  * its reason where it is checked.
  *
+ * Host-initiated connections (a -t forwarded port: ferry's SYN-SENT
+ * toward the guest): an input that begins with TP_HOST_MAGIC, then the
+ * same header and steps. A host client connects to a port ferry forwards
+ * (fwd_listener(), VM mode: a loopback client is not spliced), ferry
+ * sends the guest its SYN, and the header's options go into the guest's
+ * SYN-ACK instead (sent at once unless TP_H_MANUAL). One more step,
+ * TP_SYNACK, answers with an acceptable or a wrong ACK, data, a FIN;
+ * the other steps do what they do in SYN-SENT too (a bare SYN is a
+ * simultaneous open, RSTs and ACKs carry the ACK TP_ACK set, the clock
+ * drives ferry's SYN retries, the host client writes, closes or aborts
+ * before the guest answered). The old inputs keep their meaning: the
+ * magic is four bytes no header of theirs starts with, and TP_SYNACK is
+ * only an operation after it.
+ *
  * At the end of an input the host aborts its socket, the loop runs until
  * the flow is gone (it must be: bounded life), the clock passes
  * TIME-WAIT, and the pools must be back to empty: the next input starts
@@ -68,6 +82,10 @@
 #define TP_HDR		8	/* bytes 4-5: the SYN's window; 6: the host
 				 * socket's SO_RCVBUF in KiB (0: default);
 				 * 7: the first window field (KiB, 0: 64) */
+/* Before the header: the host connects, ferry sends the SYN, the
+ * header's options (bits and bytes as above) are the guest's SYN-ACK's;
+ * TP_H_MANUAL: the program sends the SYN-ACK (TP_SYNACK). */
+#define TP_HOST_MAGIC	"host"
 
 enum tp_op {
 	TP_SEND,	/* a b: length; c: offset from the highest sent (x64) */
@@ -85,7 +103,12 @@ enum tp_op {
 	TP_HSHUT,	/* c % 3: shutdown(SHUT_WR), close(), abort */
 	TP_CLOCK,	/* a % 16: a step of tp_ms[], + b ms */
 	TP_LOOP,	/* the event loop once more */
-	TP_OPS
+	TP_OPS,
+	/* host-initiated inputs only (after TP_HOST_MAGIC): */
+	TP_SYNACK = TP_OPS,	/* a & 3: ACK ISS + 1, =< ISS (- b), beyond
+				 * SND.NXT (+ b), far (b c); a & 4: FIN;
+				 * a >> 3: data (x32 bytes) */
+	TP_OPS_HOST
 };
 
 static const int tp_ms[16] = { 1, 2, 3, 5, 10, 20, 50, 100, 199, 200, 201,
@@ -94,6 +117,7 @@ static const int tp_ms[16] = { 1, 2, 3, 5, 10, 20, 50, 100, 199, 200, 201,
 #define TP_GMAX		(1u << 20)	/* guest stream bytes tracked */
 #define TP_HMAX		(8u << 20)	/* host stream bytes written at most */
 #define TP_SPORT	40000
+#define TP_GPORT	8080		/* the guest's port a -t port forwards to */
 
 /* The connection as the guest and the host peer see it. Sequence numbers
  * are kept raw (seq_t); offsets are stream positions. */
@@ -105,6 +129,9 @@ struct tp {
 	int host;			/* accepted socket, -1: none */
 	uint8_t hdr[TP_HDR];
 	bool v6;
+	bool hmode;			/* host-initiated (TP_HOST_MAGIC) */
+	int fls4, fls6;			/* the forwarded ports' listeners ... */
+	uint16_t fport4, fport6;	/* ... and their ports */
 
 	/* guest's connection */
 	bool live;			/* our SYN was answered, no RST since */
@@ -120,7 +147,7 @@ struct tp {
 	uint32_t gmss;			/* the largest payload ferry may send */
 
 	/* ferry's side as the guest saw it */
-	bool synack;
+	bool synack;			/* ferry's SYN-ACK (hmode: its SYN) */
 	seq_t isn_f;
 	seq_t snd_max;			/* one past the highest seq ferry sent */
 	seq_t una;			/* highest ACK ferry took (model) */
@@ -135,6 +162,17 @@ struct tp {
 	seq_t ack_hi;			/* ... and the highest was this */
 	uint32_t fmss;			/* payload size ferry's SYN-ACK allows */
 	uint32_t seg_hi;		/* largest data segment seen */
+
+	/* host-initiated: ferry's SYN-SENT */
+	unsigned int nsyn;		/* ferry's SYNs for this connection */
+	int64_t syn_ms, syn_gap;	/* the last one's time, the gap before */
+	bool f_ws;			/* ferry's SYN offered a window scale */
+	bool gsyn;			/* the guest sent a bare SYN (simultaneous
+					 * open) ... */
+	bool sim;			/* ... and ferry answered with a SYN-ACK */
+	bool rst_want;			/* an RST must answer the guest's segment */
+	bool rst_answer;		/* ... and RSTs now are such answers (a
+					 * burst draws one per segment) */
 
 	/* what may come now (set per step) */
 	bool rst_ok;			/* an RST from ferry is allowed */
@@ -262,15 +300,33 @@ static uint32_t tp_off(const struct tp *t, seq_t s)
 	return (uint32_t)seq_diff(s, seq_add(t->isn_f, 1));
 }
 
-/* tp_syn_seen() - ferry's SYN-ACK: its ISN, MSS, window scale. */
-static void tp_syn_seen(struct tp *t, const struct pkt *p)
+/* tp_guest_mss() - the largest payload ferry may send the guest, from
+ * the MSS of the guest's SYN (or SYN-ACK), as the header has it. */
+static uint32_t tp_guest_mss(const struct tp *t)
 {
 	uint32_t mtu = t->c->conf.mtu, hl = (t->v6 ? 40 : 20) + TCP_HLEN;
 	uint32_t g = (t->hdr[0] & TP_H_MSS) ? rd16(t->hdr + 2)
 					    : (t->v6 ? 1220 : 536);
 
+	/* RFC 9293 3.7.1: at most the guest's MSS (536/1220 when it sent
+	 * none), and what its MTU carries; ferry never goes below 64 (as
+	 * Linux's tcp_min_snd_mss floor: a smaller MSS is a denial-of-
+	 * service lever, not a constraint). */
+	return MAX(MIN(g, mtu - hl), 64u);
+}
+
+/* tp_syn_seen() - ferry's SYN-ACK: its ISN, MSS, window scale. */
+static void tp_syn_seen(struct tp *t, const struct pkt *p)
+{
 	if (!(p->tcp.flags & TCP_F_ACK))
 		tp_fail("a SYN without ACK to a guest-initiated connection");
+	/* Host-initiated: a SYN-ACK only answers the guest's own SYN in
+	 * SYN-SENT (RFC 9293 3.10.7.3, fourth: simultaneous open, SYN-
+	 * RECEIVED), with the ISN of ferry's SYN (checked below). */
+	if (t->hmode && !t->gsyn)
+		tp_fail("a SYN-ACK from ferry, the guest sent no SYN");
+	if (t->hmode && t->est)
+		tp_fail("a SYN-ACK from ferry after the handshake");
 	if (p->tcp.ack != t->isn_g.v + 1)
 		tp_fail("SYN-ACK acknowledges %u, the guest's SYN was %u",
 			p->tcp.ack, t->isn_g.v);
@@ -288,18 +344,82 @@ static void tp_syn_seen(struct tp *t, const struct pkt *p)
 		t->snd_max = t->una = t->edge = seq_add(t->isn_f, 1);
 		t->edge = seq_add(t->una, rd16(t->hdr + 4));	/* unscaled */
 		t->ws = p->tcp.has_wscale ? MIN(t->hdr[1], 14) : 0;
-		/* RFC 9293 3.7.1: at most the guest's MSS (536/1220 when it
-		 * sent none), and what its MTU carries; ferry never goes
-		 * below 64 (as Linux's tcp_min_snd_mss floor: a smaller
-		 * MSS is a denial-of-service lever, not a constraint). */
-		t->gmss = MAX(MIN(g, mtu - hl), 64u);
+		t->gmss = tp_guest_mss(t);
 		t->fmss = p->tcp.has_mss ? p->tcp.mss : 536;
+	}
+	if (t->hmode && !t->sim) {	/* ferry's SYN set the rest */
+		t->edge = seq_add(t->isn_f, 1 + rd16(t->hdr + 4));
+		t->ws = p->tcp.has_wscale && (t->hdr[0] & TP_H_WS) ?
+			MIN(t->hdr[1], 14) : 0;
+		t->gmss = tp_guest_mss(t);
+		t->sim = true;
 	}
 	t->synack = true;
 	t->live = true;
 	t->snd_max = seq_add(t->isn_f, 1);
 	if (seq_gt(t->snd_max, t->una))
 		t->una = t->snd_max;
+}
+
+/* tp_syn_host() - ferry's SYN to the guest (host-initiated): its ISN
+ * and options, its retransmissions. */
+static void tp_syn_host(struct tp *t, const struct pkt *p)
+{
+	uint32_t mtu = t->c->conf.mtu, hl = (t->v6 ? 40 : 20) + TCP_HLEN;
+	int64_t now = tcp_now_ms(t->c), gap = now - t->syn_ms;
+
+	if (t->est || t->sim)
+		tp_fail("a SYN from ferry after the handshake");
+	if (t->synack && !t->live)
+		tp_fail("a SYN from ferry after the connection ended");
+	/* RFC 9293 3.7.1 (MUST-14/15): the MSS option goes in the SYN, and
+	 * it is what ferry can take: a frame on the guest's link (the MTU,
+	 * less the IP and TCP headers); 64 is the least a sane one says. */
+	if (!p->tcp.has_mss)
+		tp_fail("ferry's SYN carries no MSS");
+	if (p->tcp.mss > mtu - hl || p->tcp.mss < 64)
+		tp_fail("ferry's SYN says MSS %u, the link (MTU %u) carries %u",
+			p->tcp.mss, mtu, mtu - hl);
+	/* RFC 9293 3.4: ISS is chosen once; a retransmitted SYN carries it
+	 * again (SND.UNA = ISS, SND.NXT = ISS + 1 until the SYN-ACK). */
+	if (t->synack && p->tcp.seq != t->isn_f.v)
+		tp_fail("ferry's SYN again with another ISN (%u, was %u)",
+			p->tcp.seq, t->isn_f.v);
+	/* Data or a FIN in the SYN would be the host's bytes before the
+	 * guest's ISN is known: ferry holds them until ESTABLISHED (RFC
+	 * 9293 3.10.7.3 queues them), so the model checks them there. */
+	if (p->payload_len || (p->tcp.flags & TCP_F_FIN))
+		tp_fail("ferry's SYN carries %zu bytes%s", p->payload_len,
+			(p->tcp.flags & TCP_F_FIN) ? " and a FIN" : "");
+	/* RFC 9293 3.8.3: retransmissions of the SYN are bounded (R2), and
+	 * the flow goes with the last (tp_check()). */
+	if (t->nsyn >= 1 + TCP_SYN_RETRIES)
+		tp_fail("ferry's SYN number %u, %d retransmissions allowed",
+			t->nsyn + 1, TCP_SYN_RETRIES);
+	/* RFC 6298 2.1 and 2.4: the first retransmission after one second
+	 * at the least; 5.5: each later one backs off, RTO doubled (it may
+	 * stop at 60 s, 2.5; 2 ms for the clock's rounding). */
+	if (t->nsyn && gap < 1000)
+		tp_fail("ferry's SYN retransmitted after %lld ms (RFC 6298: "
+			"1 s at least)", (long long)gap);
+	if (t->nsyn > 1 && (gap < MIN(2 * t->syn_gap, 60000) - 2 ||
+			    gap > 2 * t->syn_gap + 2))
+		tp_fail("ferry's SYN retransmitted after %lld ms, %lld before: "
+			"RTO not doubled", (long long)gap,
+			(long long)t->syn_gap);
+	if (t->nsyn)
+		t->syn_gap = gap;
+	t->syn_ms = now;
+	t->nsyn++;
+	if (!t->synack) {
+		t->isn_f = seq_make(p->tcp.seq);
+		t->snd_max = t->una = t->edge = seq_add(t->isn_f, 1);
+		t->fmss = p->tcp.mss;
+		t->f_ws = p->tcp.has_wscale;
+		t->g.ack = t->isn_f.v + 1;
+	}
+	t->synack = true;
+	t->live = true;
 }
 
 /* tp_ack_seen() - the ACK field of a ferry segment (not an RST's). */
@@ -400,11 +520,24 @@ static void tp_data_seen(struct tp *t, const struct pkt *p)
  * (3.10.7.1: seq from its ACK, else ACK of its seq + len), or when
  * ferry gives up the connection: the host aborted (its socket's error),
  * retransmissions or the handshake timed out (3.8.3's R2), or it was
- * idle for hours. */
+ * idle for hours. In SYN-SENT (host-initiated) the answer to an
+ * unacceptable ACK, which leaves the connection as it was. */
 static void tp_rst_seen(struct tp *t, const struct pkt *p)
 {
 	if (!t->rst_ok)
 		tp_fail("RST to the guest out of the blue");
+	if (t->rst_answer) {
+		/* RFC 9293 3.10.7.3, first (SYN-SENT, ACK bit set): SEG.ACK
+		 * =< ISS or > SND.NXT: <SEQ=SEG.ACK><CTL=RST>, the segment
+		 * discarded, the connection still in SYN-SENT. */
+		if (p->tcp.seq != t->last_ack.v || (p->tcp.flags & TCP_F_ACK))
+			tp_fail("RST answer in SYN-SENT: seq %u%s, the segment's "
+				"ACK was %u", p->tcp.seq,
+				(p->tcp.flags & TCP_F_ACK) ? " with ACK" : "",
+				t->last_ack.v);
+		t->rst_want = false;
+		return;
+	}
 	if (t->rst_reply) {
 		if ((t->last_flags & TCP_F_ACK) && p->tcp.seq != t->last_ack.v)
 			tp_fail("RST reply seq %u, the segment's ACK was %u",
@@ -438,10 +571,20 @@ static void tp_frame(const uint8_t *f, size_t len)
 		return;
 	}
 	if (p.tcp.flags & TCP_F_SYN) {
+		if (t->hmode && !(p.tcp.flags & TCP_F_ACK)) {
+			tp_syn_host(t, &p);
+			return;
+		}
 		tp_syn_seen(t, &p);
 		tp_ack_seen(t, seq_make(p.tcp.ack));
 		return;
 	}
+	/* RFC 9293 3.10.7.3: in SYN-SENT ferry knows no sequence number of
+	 * the guest's to acknowledge: its SYN (and RSTs) are all it sends
+	 * until the SYN-ACK (or, in a simultaneous open, its SYN-ACK). */
+	if (t->hmode && t->live && !t->est && !t->sim)
+		tp_fail("a segment (flags %#x) from ferry in SYN-SENT",
+			p.tcp.flags);
 	if (!t->live) {
 		/* A forgotten flow (tcp_tw.c): TIME-WAIT answers late data or
 		 * FIN with the connection's last ACK, nothing else. */
@@ -479,6 +622,10 @@ static void tp_input(struct tp *t, uint8_t *const *fr, const size_t *len,
 	}
 	tap_input(t->c);
 	tap_flush(t->c);
+	if (t->rst_want)
+		tp_fail("no RST answered an ACK of %u in SYN-SENT (ISS + 1 is "
+			"%u)", t->last_ack.v, t->isn_f.v + 1);
+	t->rst_answer = false;
 }
 
 /* tp_events() - the loop's socket and timer handling at the current
@@ -548,6 +695,11 @@ static void tp_took_ack(struct tp *t, seq_t seq, seq_t ack, uint16_t w,
 	if (!t->live || !(flags & TCP_F_ACK) || (flags & (TCP_F_SYN | TCP_F_RST)))
 		return;
 	if (!t->est) {
+		/* Host-initiated: in SYN-SENT an ACK alone establishes
+		 * nothing (RFC 9293 3.10.7.3, fifth: neither SYN nor RST,
+		 * dropped); in SYN-RECEIVED (simultaneous open) it does. */
+		if (t->hmode && !t->sim)
+			return;
 		if (!seq_eq(ack, seq_add(t->isn_f, 1)))
 			return;
 		t->est = true;
@@ -569,11 +721,21 @@ static void tp_took_ack(struct tp *t, seq_t seq, seq_t ack, uint16_t w,
  * it (an RST may answer it), and whether TIME-WAIT may answer. */
 static void tp_scope(struct tp *t, uint8_t flags, uint32_t len)
 {
-	bool none = !tp_conn(t);
+	struct tcp_conn *conn = tp_conn(t);
+	bool none = !conn;
 
 	t->rst_ok = t->rst_reply = none && !(flags & TCP_F_RST);
 	t->tw_ack_ok = none && t->clean && (flags & TCP_F_ACK) &&
 		       (len || (flags & TCP_F_FIN)) && !(flags & TCP_F_RST);
+	/* RFC 9293 3.10.7.3, first: in SYN-SENT an ACK that is not ISS + 1
+	 * (the SYN is all ferry sent) gets an RST (unless it is one). */
+	t->rst_want = t->hmode && conn &&
+		      conn->state == TCP_CS_SYN_TO_GUEST &&
+		      (flags & TCP_F_ACK) && !(flags & TCP_F_RST) &&
+		      !seq_eq(t->last_ack, seq_add(t->isn_f, 1));
+	t->rst_answer = t->rst_want;
+	if (t->rst_want)
+		t->rst_ok = t->rst_reply = true;
 	if (t->hclosed || t->hreset)
 		t->rst_ok = true;	/* the host's RST may be passed on */
 }
@@ -620,6 +782,28 @@ static void tp_host_error(struct tp *t)
 	if (t->live)
 		tp_fail("host socket reset (%s), the connection is live",
 			strerror(errno));
+	t->hreset = true;
+}
+
+/* tp_host_reset_due() - ferry gave up a connection in SYN-SENT (why):
+ * the host client must hear "connection reset" (RFC 9293 3.10.7.3: an
+ * acceptable RST, "error: connection reset"; 3.8.3: R2 reached, the
+ * open fails), not an orderly end. The reset crosses the loopback,
+ * perhaps by ksoftirqd: waited for, with a deadline. */
+static void tp_host_reset_due(struct tp *t, const char *why)
+{
+	struct pollfd pfd = { .fd = t->host, .events = POLLIN };
+	uint8_t b;
+	ssize_t r;
+
+	if (t->host < 0 || t->hreset)
+		return;
+	poll(&pfd, 1, 5000);
+	r = recv(t->host, &b, 1, MSG_DONTWAIT);
+	if (r >= 0 || errno != ECONNRESET)
+		tp_fail("the host client saw %s after %s, not a reset",
+			r > 0 ? "data" : r == 0 ? "an orderly end" :
+			strerror(errno), why);
 	t->hreset = true;
 }
 
@@ -700,26 +884,12 @@ static void tp_host_close(struct tp *t, bool abort_)
 	t->hfin = t->hclosed = true;
 }
 
-/* tp_open() - a connection: the guest's SYN (options from the header),
- * the host's accept, and (unless TP_H_MANUAL) the guest's ACK. */
-static void tp_open(struct tp *t, uint32_t isn)
+/* tp_syn_opts() - the options of the guest's SYN (or SYN-ACK) into
+ * opts, as the header has them; returns their length. */
+static size_t tp_syn_opts(const struct tp *t, uint8_t *opts)
 {
-	uint8_t opts[20], buf[256], *fr[1] = { buf };
-	size_t n = 0, len;
-	int a, rcvbuf = t->hdr[6] * 1024;
+	size_t n = 0;
 
-	if (t->host >= 0)
-		tp_host_close(t, true);
-	memset(t->gmap, 0, TP_GMAX / 8);
-	t->ghi = 0;
-	t->gpfx = 0;
-	t->gfin = t->live = t->est = t->clean = t->synack = t->fin = false;
-	t->acked = false;
-	t->seg_hi = 0;
-	t->hw = t->hr = 0;
-	t->hfin = t->hclosed = t->heof = t->hreset = false;
-	t->isn_g = seq_make(isn);
-	t->wl1 = t->wl2 = t->isn_g;	/* ferry's SND.WL1: the SYN's seq */
 	if (t->hdr[0] & TP_H_MSS) {
 		opts[n++] = 2;
 		opts[n++] = 4;
@@ -738,6 +908,151 @@ static void tp_open(struct tp *t, uint32_t isn)
 		opts[n++] = 4;
 		opts[n++] = 2;
 	}
+	return n;
+}
+
+/* tp_synack() - the guest's SYN-ACK to ferry's SYN (host-initiated):
+ * options and window from the header, the ACK as kind (TP_SYNACK's a)
+ * says, b and c its distance; data and a FIN as a asks. An acceptable
+ * one (ISS + 1) in SYN-SENT must establish the connection and be
+ * acknowledged; any other must not (tp_scope(): an RST answers it). */
+static void tp_synack(struct tp *t, uint8_t a, uint8_t b, uint8_t c)
+{
+	static uint8_t buf[9300];
+	uint8_t opts[20], *fr[1] = { buf }, fl = TCP_F_SYN | TCP_F_ACK;
+	struct tcp_conn *conn = tp_conn(t);
+	bool syn_sent = conn && conn->state == TCP_CS_SYN_TO_GUEST;
+	seq_t good = seq_add(t->isn_f, 1), ack;
+	uint16_t wnd = t->g.wnd;
+	bool wnd_raw = t->g.wnd_raw, take;
+	size_t n = tp_syn_opts(t, opts), len;
+	uint32_t dlen = MIN((uint32_t)(a >> 3) * 32, tp_max_pay(t) - (uint32_t)n);
+
+	if (!t->synack)
+		return;			/* no SYN of ferry's to answer */
+	switch (a & 3) {
+	case 0: ack = good; break;
+	case 1: ack = seq_add(good, -(1 + (uint32_t)b)); break;
+	case 2: ack = seq_add(good, 1 + (uint32_t)b); break;
+	default: ack = seq_add(good, (uint32_t)b << 24 | (uint32_t)c << 16 | 1);
+	}
+	/* A guest's stream has one end: no FIN below bytes it sent. */
+	if ((a & 4) && !t->gfin && dlen >= t->ghi)
+		fl |= TCP_F_FIN;
+	if (t->gfin)
+		dlen = MIN(dlen, t->gfin_off);
+	t->g.ack = ack.v;
+	t->g.wnd = rd16(t->hdr + 4);
+	t->g.wnd_raw = true;
+	len = tp_build(t, buf, fl, t->isn_g, 0, dlen, opts, n);
+	t->g.wnd = wnd;
+	t->g.wnd_raw = wnd_raw;
+	gmap_set(t, 0, dlen);
+	t->ghi = MAX(t->ghi, dlen);
+	if (fl & TCP_F_FIN) {
+		t->gfin = true;
+		t->gfin_off = dlen;
+	}
+	tp_scope(t, fl, dlen);
+	take = syn_sent && seq_eq(ack, good);
+	if (take) {
+		/* RFC 9293 3.10.7.3, fourth: SND.UNA > ISS, ESTABLISHED;
+		 * the window is the SYN-ACK's, never scaled (RFC 7323 2.2),
+		 * later ones by the guest's shift if both offered one. */
+		t->est = true;
+		t->una = good;
+		t->wl1 = t->isn_g;	/* SND.WL1, SND.WL2: the SYN-ACK's */
+		t->wl2 = good;
+		t->edge = seq_add(good, rd16(t->hdr + 4));
+		t->ws = t->f_ws && (t->hdr[0] & TP_H_WS) ? MIN(t->hdr[1], 14)
+							 : 0;
+		t->gmss = tp_guest_mss(t);
+	}
+	tp_input(t, fr, &len, 1);
+	conn = tp_conn(t);	/* before the host's news, if any */
+	if (take && (!conn || conn->state != TCP_CS_ESTABLISHED))
+		tp_fail("a SYN-ACK acknowledging ISS + 1 left the connection "
+			"%s", conn ? "in SYN-SENT" : "gone");
+	/* ... and "form an ACK segment <SEQ=SND.NXT><ACK=RCV.NXT>" */
+	if (take && !t->acked)
+		tp_fail("no ACK for the guest's SYN-ACK");
+	if (syn_sent && !take && conn && conn->state == TCP_CS_ESTABLISHED)
+		tp_fail("a SYN-ACK acknowledging %u established the connection "
+			"(ISS + 1 is %u)", ack.v, good.v);
+	tp_events(t);
+}
+
+/* tp_open_host() - a host-initiated connection: the host client connects
+ * to the forwarded port, ferry accepts it and sends its SYN, and (unless
+ * TP_H_MANUAL) the guest answers with its SYN-ACK. */
+static void tp_open_host(struct tp *t)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT,
+				   .sin6_port = htons(t->fport6) };
+	struct sockaddr_in a4 = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				  .sin_port = htons(t->fport4) };
+	struct pollfd pfd = { .fd = t->v6 ? t->fls6 : t->fls4,
+			      .events = POLLIN };
+	socklen_t sl = t->v6 ? sizeof(a6) : sizeof(a4);
+	int s = socket(t->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+		       0), rcvbuf = t->hdr[6] * 1024;
+
+	if (s < 0)
+		tp_fail("no host client socket (%s)", strerror(errno));
+	if (rcvbuf)
+		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	/* On the loopback connect() returns once the listener's kernel
+	 * queued the connection: ferry accepts it in the next round. */
+	if (connect(s, t->v6 ? (void *)&a6 : (void *)&a4, sl) ||
+	    getsockname(s, t->v6 ? (void *)&a6 : (void *)&a4, &sl))
+		tp_fail("the host client cannot connect (%s)", strerror(errno));
+	fcntl(s, F_SETFL, O_NONBLOCK);
+	t->host = s;
+	t->g.dport = ntohs(t->v6 ? a6.sin6_port : a4.sin_port);
+	t->g.ack = 0;
+	t->rst_ok = t->rst_reply = false;
+	poll(&pfd, 1, 5000);		/* the kernel's last ACK, ksoftirqd */
+	tp_events(t);
+	/* RFC 9293 3.10.1: an OPEN sends the SYN at once. */
+	if (!t->synack)
+		tp_fail("no SYN to the guest for the host's connection");
+	if (!(t->hdr[0] & TP_H_MANUAL))
+		tp_synack(t, 0, 0, 0);
+}
+
+/* tp_open() - a connection: the guest's SYN (options from the header),
+ * the host's accept, and (unless TP_H_MANUAL) the guest's ACK; or the
+ * host-initiated one (tp_open_host()). */
+static void tp_open(struct tp *t, uint32_t isn)
+{
+	uint8_t opts[20], buf[256], *fr[1] = { buf };
+	size_t n, len;
+	int a, rcvbuf = t->hdr[6] * 1024;
+
+	if (t->host >= 0)
+		tp_host_close(t, true);
+	memset(t->gmap, 0, TP_GMAX / 8);
+	t->ghi = 0;
+	t->gpfx = 0;
+	t->gfin = t->live = t->est = t->clean = t->synack = t->fin = false;
+	t->acked = false;
+	t->seg_hi = 0;
+	t->hw = t->hr = 0;
+	t->hfin = t->hclosed = t->heof = t->hreset = false;
+	t->nsyn = 0;
+	t->syn_ms = t->syn_gap = 0;
+	t->f_ws = t->gsyn = t->sim = t->rst_want = t->rst_answer = false;
+	t->isn_g = seq_make(isn);
+	t->wl1 = t->wl2 = t->isn_g;	/* ferry's SND.WL1: the SYN's seq */
+	t->g.wnd = t->hdr[7] ? (uint16_t)(t->hdr[7] * 1024) : 65535;
+	t->g.wnd_raw = true;
+	if (t->hmode) {
+		tp_open_host(t);
+		return;
+	}
+	n = tp_syn_opts(t, opts);
 	t->g.ack = 0;
 	t->g.wnd = rd16(t->hdr + 4);
 	t->g.wnd_raw = true;
@@ -797,6 +1112,17 @@ static void tp_check(struct tp *t)
 	const char *why;
 
 	if (!conn) {
+		/* Gone in SYN-SENT without an RST either way: only when the
+		 * SYN's retransmissions ran out (RFC 9293 3.8.3, R2), and
+		 * the host client hears of it as a reset. */
+		if (t->hmode && t->live && !t->est) {
+			if (t->nsyn < 1 + TCP_SYN_RETRIES)
+				tp_fail("the flow left SYN-SENT after %u SYNs, "
+					"without an RST", t->nsyn);
+			t->live = false;
+			tp_host_reset_due(t, "the SYN's retries ran out");
+			return;
+		}
 		/* Gone without an RST either way: a clean close, so both
 		 * FINs went through and ours was acknowledged (tcp.c
 		 * tcp_conn_finished()). */
@@ -813,6 +1139,25 @@ static void tp_check(struct tp *t)
 	}
 	if ((why = fuzz_tcp_conn_check(conn)))
 		tp_fail("connection record: %s", why);
+	/* Host-initiated: only the guest's acceptable SYN-ACK (or the ACK
+	 * of ferry's SYN-ACK in a simultaneous open) establishes. */
+	if (t->hmode && conn->state == TCP_CS_ESTABLISHED && !t->est)
+		tp_fail("the connection is established, the guest's SYN-ACK "
+			"was not taken");
+	/* ... and SYN-SENT ends: the next SYN comes within the doubled
+	 * gap (RFC 6298 5.5; 3 s for the first: RFC 6298 2.1 leaves 1 s,
+	 * RFC 1122 had 3), or, after the last, the flow goes (R2). */
+	if (t->hmode && conn->state == TCP_CS_SYN_TO_GUEST && t->nsyn) {
+		int64_t idle = tcp_now_ms(t->c) - t->syn_ms;
+		int64_t due = t->syn_gap ? 2 * t->syn_gap + 2 : 3000;
+
+		if (idle > due)
+			tp_fail("SYN-SENT %lld ms after ferry's SYN number %u "
+				"(gap before it %lld ms): %s", (long long)idle,
+				t->nsyn, (long long)t->syn_gap,
+				t->nsyn < 1 + TCP_SYN_RETRIES ?
+				"no retransmission" : "the flow outlived R2");
+	}
 	if (conn->state != TCP_CS_ESTABLISHED || !t->live)
 		return;
 	/* The model's una is ferry's at most (it takes fewer ACKs). */
@@ -886,7 +1231,8 @@ static void tp_burst(struct tp *t, unsigned int n)
 /* tp_step() - one step of the program at d; returns the bytes it used. */
 static size_t tp_step(struct tp *t, const uint8_t *d, size_t left)
 {
-	uint8_t op = d[0] % TP_OPS, a = d[1], b = d[2], c = d[3];
+	uint8_t op = d[0] % (t->hmode ? TP_OPS_HOST : TP_OPS), a = d[1],
+		b = d[2], c = d[3];
 	uint32_t ab = (uint32_t)a << 8 | b;
 	size_t used = 4;
 	seq_t ack;
@@ -944,11 +1290,36 @@ static size_t tp_step(struct tp *t, const uint8_t *d, size_t left)
 				  (uint32_t)(int16_t)ab);
 		struct tcp_conn *conn = tp_conn(t);
 		size_t n = tp_build(t, buf, fl, s, 0, 0, NULL, 0);
+		bool syn_sent = t->hmode && conn &&
+				conn->state == TCP_CS_SYN_TO_GUEST;
+		bool ok = (fl & TCP_F_ACK) &&
+			  seq_eq(t->last_ack, seq_add(t->isn_f, 1)), taken;
 
 		tp_scope(t, fl, 0);
 		tp_input(t, fr, &n, 1);
+		taken = !tp_conn(t);	/* before the host's news, if any */
 		tp_events(t);
-		if (conn && !tp_conn(t)) {	/* taken: the flow is gone */
+		if (syn_sent) {
+			/* RFC 9293 3.10.7.3, second: in SYN-SENT an RST
+			 * counts only if its ACK was acceptable (SND.UNA <
+			 * SEG.ACK =< SND.NXT: ISS + 1); without ACK, or
+			 * with another, it is dropped. One that counts
+			 * closes the connection, the user hears "connection
+			 * reset" (its SEQ is not checked there: RFC 5961 3.2
+			 * is for the synchronized states). */
+			if (taken && !ok)
+				tp_fail("RST %s taken in SYN-SENT", (fl & TCP_F_ACK) ?
+					"with an ACK other than ISS + 1" :
+					"without ACK");
+			if (!taken && ok)
+				tp_fail("RST acknowledging ISS + 1 ignored in "
+					"SYN-SENT");
+			if (taken) {
+				t->live = false;
+				tp_host_reset_due(t, "the guest's RST in "
+						  "SYN-SENT");
+			}
+		} else if (conn && !tp_conn(t)) {	/* taken: gone */
 			t->live = false;
 			if (t->clean)
 				tp_fail("RST taken in TIME-WAIT");
@@ -960,10 +1331,20 @@ static size_t tp_step(struct tp *t, const uint8_t *d, size_t left)
 			tp_open(t, t->isn_g.v + 100000 + ab);
 		} else {
 			static uint8_t buf[256];
-			uint8_t *fr[1] = { buf };
+			uint8_t *fr[1] = { buf }, opts[20];
 			seq_t s = (c & 1) ? seq_add(t->isn_g, ab) : t->isn_g;
-			size_t n = tp_build(t, buf, TCP_F_SYN, s, 0, 0, NULL, 0);
+			struct tcp_conn *conn = tp_conn(t);
+			size_t n = 0;
 
+			/* Host-initiated, in SYN-SENT: a simultaneous open,
+			 * the guest's SYN with its ISN and options. */
+			if (t->hmode && conn &&
+			    conn->state == TCP_CS_SYN_TO_GUEST) {
+				s = t->isn_g;
+				n = tp_syn_opts(t, opts);
+				t->gsyn = true;
+			}
+			n = tp_build(t, buf, TCP_F_SYN, s, 0, 0, opts, n);
 			tp_scope(t, TCP_F_SYN, 0);
 			tp_input(t, fr, &n, 1);
 			tp_events(t);
@@ -990,6 +1371,9 @@ static size_t tp_step(struct tp *t, const uint8_t *d, size_t left)
 		break;
 	case TP_CLOCK:
 		tp_clock(t, tp_ms[a % 16] + b);
+		break;
+	case TP_SYNACK:
+		tp_synack(t, a, b, c);
 		break;
 	default:
 		t->rst_ok = t->hclosed || t->hreset;
@@ -1043,6 +1427,8 @@ static void tp_end(struct tp *t)
 	tp_host_close(t, true);
 	tp_drain_listener(t->ls4);
 	tp_drain_listener(t->ls6);
+	tp_drain_listener(t->fls4);
+	tp_drain_listener(t->fls6);
 	t->rst_ok = true;
 	t->rst_reply = false;
 	/* The reset travels through the loopback, perhaps by ksoftirqd on
@@ -1084,10 +1470,15 @@ void fuzz_tcp_init(void)
 
 	log_set_level(LOG_LVL_ERR);
 	t->c = tcp_test_ctx();
+	/* As "ferry vm -t": a loopback client goes through the guest link
+	 * (in ns mode it would be spliced); nothing else depends on it. */
+	t->c->conf.mode = MODE_VM;
 	t->gmap = calloc(TP_GMAX / 8, 1);
 	t->ls4 = listener(false, &t->port4);
 	t->ls6 = listener(true, &t->port6);
-	if (!t->gmap || t->ls4 < 0 || t->ls6 < 0)
+	t->fls4 = fwd_listener(t->c, false, &t->fport4, TP_GPORT);
+	t->fls6 = fwd_listener(t->c, true, &t->fport6, TP_GPORT);
+	if (!t->gmap || t->ls4 < 0 || t->ls6 < 0 || t->fls4 < 0 || t->fls6 < 0)
 		tp_fail("no listeners (%s)", strerror(errno));
 	fcntl(t->ls4, F_SETFL, O_NONBLOCK);
 	fcntl(t->ls6, F_SETFL, O_NONBLOCK);
@@ -1106,19 +1497,26 @@ void fuzz_tcp_run(const uint8_t *data, size_t size)
 
 	if (!t->c)
 		fuzz_tcp_init();
+	t->hmode = size >= 4 + TP_HDR && !memcmp(data, TP_HOST_MAGIC, 4);
+	if (t->hmode) {
+		data += 4;
+		size -= 4;
+	}
 	if (size < TP_HDR)
 		return;
 	memcpy(t->hdr, data, TP_HDR);
 	t->v6 = t->hdr[0] & TP_H_V6;
 	t->g.v6 = t->v6;
 	t->g.dport = t->v6 ? t->port6 : t->port4;
+	t->g.sport = t->hmode ? TP_GPORT : TP_SPORT;
 	t->c->conf.mtu = (t->hdr[0] & TP_H_JUMBO) ? 9000 : 1500;
 	tp_open(t, rd32(data) ^ 0x5eed);
 	tp_check(t);
 	while (off + 4 <= size) {
 		if (tp_verbose)
 			fprintf(stderr, "tcp_prog: step %u %u %u %u: ferry sent "
-				"%u, una %u, edge %u\n", data[off] % TP_OPS,
+				"%u, una %u, edge %u\n",
+				data[off] % (t->hmode ? TP_OPS_HOST : TP_OPS),
 				data[off + 1], data[off + 2], data[off + 3],
 				t->synack ? tp_off(t, t->snd_max) : 0,
 				t->synack ? tp_off(t, t->una) : 0,
