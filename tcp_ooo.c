@@ -328,7 +328,7 @@ size_t tcp_ooo_run(const struct tcp_ooo_pool *p, const struct tcp_conn *conn,
 	if (!q || (r = range_find(q, from)) < 0)
 		return 0;
 	left = (uint32_t)seq_diff(q->r[r].end, from);
-	if (q->fin && seq_gt(q->fin_seq, from) &&	/* nothing after FIN */
+	if (q->fin && seq_ge(q->fin_seq, from) &&	/* nothing after FIN */
 	    seq_lt(q->fin_seq, q->r[r].end))
 		left = (uint32_t)seq_diff(q->fin_seq, from);
 	while (left && n < max) {

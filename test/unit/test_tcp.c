@@ -749,6 +749,39 @@ TEST(tcp_ooo_without_sack_and_fin)
 	tconn_close(&g, a);
 }
 
+/* A guest that sends bytes after its own FIN (queued out of order,
+ * merged with the FIN's segment): once the hole before the FIN is
+ * filled exactly up to it, the stream ends at the FIN. Before, the
+ * queued run went on past the FIN: ferry wrote and acknowledged 800
+ * bytes the guest placed after the end of its stream (fuzz_tcp:
+ * corpus/tcp/crash-data-after-fin). */
+TEST(tcp_ooo_nothing_after_fin)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40012 };
+	static uint8_t data[3000], got[4000];
+	uint32_t base;
+	struct pkt p;
+	size_t i;
+	int a;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + 5);
+	a = tconn_open(&g, true, NULL);
+	CHECK(a >= 0);
+	base = g.seq;
+	send_at(&g, base, data, 1000, 400, TCP_F_FIN);	/* FIN at 1400 */
+	send_at(&g, base, data, 1200, 1000, 0);		/* beyond it */
+	test_tx_reset(c);
+	send_at(&g, base, data, 0, 1400, 0);		/* up to the FIN */
+	CHECK(seg_at(c, 0, &p));
+	CHECK_EQ(p.tcp.ack, base + 1401);
+	CHECK_EQ(recv(a, got, sizeof(got), MSG_WAITALL), 1400);
+	CHECK(!memcmp(got, data, 1400));
+	CHECK_EQ(recv(a, got, sizeof(got), 0), 0);	/* EOF */
+	tconn_close(&g, a);
+}
+
 /* guest_batch() - segments [off[i], off[i] + len[i]) of data[] (stream
  * base) as one input batch, like a tap read returning several frames. */
 static void guest_batch(struct tguest *g, uint32_t base, const uint8_t *data,

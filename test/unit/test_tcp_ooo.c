@@ -285,6 +285,31 @@ TEST(tcp_ooo_fin_reported_when_reached)
 	tcp_ooo_pool_free(p);
 }
 
+/* The in-order bytes end exactly at a queued FIN with bytes queued
+ * beyond it (a guest that sent data after its FIN): the run there is
+ * empty, the stream ends at the FIN. Before, the run went on past it
+ * (the check took only a FIN after from): ferry wrote and acknowledged
+ * the bytes after the guest's FIN (fuzz_tcp, corpus/tcp/crash-data-
+ * after-fin). */
+TEST(tcp_ooo_run_at_fin_is_empty)
+{
+	struct tcp_ooo_pool *p = tcp_ooo_pool_new(8);
+	struct tcp_conn conn = { 0 };
+	seq_t isn = seq_make(0xfffffff0u), rcv = isn;
+	struct iovec iov[4];
+	size_t bytes = 1;
+
+	CHECK_EQ(tcp_ooo_insert(p, &conn, rcv, seq_add(isn, 500),
+				stream() + 500, 300, true), DROP_NONE);
+	CHECK_EQ(ins(p, &conn, isn, rcv, 600, 900), DROP_NONE);
+	CHECK_EQ(tcp_ooo_run(p, &conn, seq_add(isn, 800), iov, 4, &bytes), 0);
+	CHECK_EQ(bytes, 0);
+	CHECK(tcp_ooo_advance(p, &conn, seq_add(isn, 800)));
+	tcp_ooo_release(p, &conn);
+	CHECK_EQ(p->st.blks_used, 0);
+	tcp_ooo_pool_free(p);
+}
+
 /* model_sack_ok() - every SACK block is a whole queued range beyond ack
  * (maximal: the bytes around it are not queued), no block twice. */
 static bool model_sack_ok(struct tcp_ooo_pool *p, struct tcp_conn *conn,
