@@ -728,11 +728,12 @@ static void tp_scope(struct tp *t, uint8_t flags, uint32_t len)
 	t->tw_ack_ok = none && t->clean && (flags & TCP_F_ACK) &&
 		       (len || (flags & TCP_F_FIN)) && !(flags & TCP_F_RST);
 	/* RFC 9293 3.10.7.3, first: in SYN-SENT an ACK that is not ISS + 1
-	 * (the SYN is all ferry sent) gets an RST (unless it is one). */
+	 * (the SYN is all ferry sent) gets an RST (unless it is one). The
+	 * segment's ACK is g.ack (tp_burst() scopes before it builds). */
 	t->rst_want = t->hmode && conn &&
 		      conn->state == TCP_CS_SYN_TO_GUEST &&
 		      (flags & TCP_F_ACK) && !(flags & TCP_F_RST) &&
-		      !seq_eq(t->last_ack, seq_add(t->isn_f, 1));
+		      !seq_eq(seq_make(t->g.ack), seq_add(t->isn_f, 1));
 	t->rst_answer = t->rst_want;
 	if (t->rst_want)
 		t->rst_ok = t->rst_reply = true;
