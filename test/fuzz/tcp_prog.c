@@ -843,7 +843,7 @@ static void tp_host_read(struct tp *t, uint64_t max)
 			if (buf[i] != tp_gbyte(t->hr + (uint64_t)i))
 				tp_fail("host byte at offset %llu is %#x, not "
 					"the guest's %#x",
-					(unsigned long long)(t->hr + (uint64_t)i),
+					(unsigned long long)t->hr + i,
 					buf[i], tp_gbyte(t->hr + (uint64_t)i));
 		t->hr += (uint64_t)r;
 		max -= MIN(max, (uint64_t)r);
@@ -1517,8 +1517,11 @@ void fuzz_tcp_run(const uint8_t *data, size_t size)
 		if (tp_verbose)
 			fprintf(stderr, "tcp_prog: step %u %u %u %u: ferry sent "
 				"%u, una %u, edge %u\n",
-				data[off] % (t->hmode ? TP_OPS_HOST : TP_OPS),
-				data[off + 1], data[off + 2], data[off + 3],
+				(unsigned int)(data[off] %
+					       (t->hmode ? TP_OPS_HOST : TP_OPS)),
+				(unsigned int)data[off + 1],
+				(unsigned int)data[off + 2],
+				(unsigned int)data[off + 3],
 				t->synack ? tp_off(t, t->snd_max) : 0,
 				t->synack ? tp_off(t, t->una) : 0,
 				t->synack ? tp_off(t, t->edge) : 0);
