@@ -843,6 +843,15 @@ static bool tcp_chack(struct ctx *c, struct flow *fl)
 	return true;
 }
 
+/* tcp_guest_fin_at() - the guest's FIN is at seq and not passed on to
+ * the host yet (no shutdown(SHUT_WR) for it). */
+static bool tcp_guest_fin_at(const struct tcp_conn *conn, seq_t seq)
+{
+	return (conn->flags & TCP_C_GUEST_FIN) &&
+	       !(conn->flags & TCP_C_SHUT_WR) &&
+	       seq_eq(seq, conn->seq_fin_from_guest);
+}
+
 /* tcp_rcv_nxt() - RCV.NXT as far as this batch took the guest's stream
  * in: the bytes written, those queued for the batch's write, and a FIN
  * reached but not yet passed on. */
@@ -850,10 +859,7 @@ static seq_t tcp_rcv_nxt(const struct tcp_conn *conn)
 {
 	seq_t nxt = seq_add(conn->seq_from_guest, conn->pend_bytes);
 
-	if ((conn->flags & TCP_C_GUEST_FIN) && !(conn->flags & TCP_C_SHUT_WR) &&
-	    seq_eq(nxt, conn->seq_fin_from_guest))
-		nxt = seq_add(nxt, 1);
-	return nxt;
+	return tcp_guest_fin_at(conn, nxt) ? seq_add(nxt, 1) : nxt;
 }
 
 /* tcp_wnd_from_seg() - whether the window of a guest segment (seq, ack;
@@ -1283,8 +1289,7 @@ static void tcp_fin_to_host(struct ctx *c, struct flow *fl)
 	struct tcp_conn *conn = conn_of(fl);
 
 	(void)c;
-	if ((conn->flags & TCP_C_GUEST_FIN) && !(conn->flags & TCP_C_SHUT_WR) &&
-	    seq_eq(conn->seq_from_guest, conn->seq_fin_from_guest)) {
+	if (tcp_guest_fin_at(conn, conn->seq_from_guest)) {
 		/* With our FIN acknowledged, both directions are through:
 		 * the caller's tcp_conn_finished() closes the socket, and
 		 * close() sends the FIN (the host closed first, e.g. HTTP
