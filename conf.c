@@ -258,6 +258,26 @@ static bool h_busy_poll(struct conf *c, struct pstate *ps,
 	return true;
 }
 
+/* h_sandbox() - --sandbox: off, on or strict. */
+static bool h_sandbox(struct conf *c, struct pstate *ps, const struct opt *o,
+		      const char *arg)
+{
+	static const char *const names[] = {
+		[SANDBOX_ON] = "on", [SANDBOX_OFF] = "off",
+		[SANDBOX_STRICT] = "strict",
+	};
+	size_t i;
+
+	(void)o;
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		if (!strcmp(arg, names[i])) {
+			c->sandbox = (enum sandbox_mode)i;
+			return true;
+		}
+	}
+	return bad(ps, "'%s' is not a sandbox mode (off, on, strict)", arg);
+}
+
 /* h_fd() - -F: a file descriptor number. */
 static bool h_fd(struct conf *c, struct pstate *ps, const struct opt *o,
 		 const char *arg)
@@ -820,6 +840,8 @@ static const struct opt opts[] = {
 	     "no tap device: only forward between the loopbacks"),
 	{ "busy-poll", 0, "USEC", M_ALL, h_busy_poll, 0, 0, 0,
 	  "poll up to USEC before sleeping after traffic (default 50, 0: off)" },
+	{ "sandbox", 0, "off|on|strict", M_ALL, h_sandbox, 0, 0, 0,
+	  "confinement after set-up (default on; strict: all layers or exit)" },
 	{ "fault", 0, "SPEC", M_ALL, h_fault, OFF(fault), 0, 0,
 	  "test builds: drop/dup/reorder=PERMILLE[,to:|from:...][,seed=N]" },
 };
@@ -837,6 +859,7 @@ static void conf_defaults(struct conf *c, enum mode mode)
 	c->ip4.enabled = c->ip6.enabled = true;
 	c->log_size = 1024 * 1024;
 	c->busy_poll_us = BP_DEFAULT_US;
+	c->sandbox = SANDBOX_ON;
 	memcpy(c->our_mac, mac, 6);
 }
 
@@ -1183,4 +1206,7 @@ void conf_parse(struct conf *c, enum mode mode, int argc, char **argv)
 		break;
 	}
 	apply_log(c);
+	if (c->sandbox == SANDBOX_OFF)
+		warn("--sandbox=off: no confinement after set-up (namespaces, "
+		     "Landlock, seccomp); for debugging only");
 }

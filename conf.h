@@ -27,6 +27,13 @@ enum mode { MODE_NS, MODE_VM };
 enum conf_print { CONF_PRINT_NONE = 0, CONF_PRINT_HELP, CONF_PRINT_VERSION,
 		  CONF_PRINT_CAPS };
 
+/* --sandbox: how far ferry confines itself after set-up (isolate.c,
+ * seccomp.c). ON (the default) applies every layer the kernel and the
+ * caller's privileges allow and says which; OFF applies none but the
+ * privilege drop (priv.c), with a warning; STRICT refuses to start if
+ * any layer cannot be applied. */
+enum sandbox_mode { SANDBOX_ON = 0, SANDBOX_OFF, SANDBOX_STRICT };
+
 #define CONF_MAX_DNS	4
 #define CONF_MAX_SEARCH	6
 #define CONF_NAME_MAX	256
@@ -124,6 +131,7 @@ struct conf {
 	gid_t run_gid;
 	bool runas_set;
 	unsigned int busy_poll_us;	/* --busy-poll: poll before a sleep */
+	enum sandbox_mode sandbox;	/* --sandbox, default SANDBOX_ON */
 
 	/* Namespace mode */
 	bool config_net;		/* --config-net */

@@ -537,6 +537,25 @@ TEST(conf_flags_and_logging)
 	free(r.c);
 }
 
+TEST(conf_sandbox)
+{
+	struct run r = { 0 };
+
+	CHECK(NS(&r, "--config-net"));
+	CHECK_EQ(r.c->sandbox, SANDBOX_ON);
+	CHECK(NS(&r, "--sandbox", "off"));
+	CHECK_EQ(r.c->sandbox, SANDBOX_OFF);
+	CHECK(VM(&r, "--sandbox=strict"));
+	CHECK_EQ(r.c->sandbox, SANDBOX_STRICT);
+	CHECK(VM(&r, "--sandbox=on"));
+	CHECK_EQ(r.c->sandbox, SANDBOX_ON);
+	CHECK(!VM(&r, "--sandbox=tight"));
+	CHECK(err_has(&r, "--sandbox", "'tight'"));
+	CHECK(!NS(&r, "--sandbox", ""));
+	CHECK(err_has(&r, "--sandbox", "sandbox mode"));
+	free(r.c);
+}
+
 TEST(conf_wrong_mode_and_unknown)
 {
 	static const char *const vm_only[] = { "--one-off", "-1", "--vhost-user",
