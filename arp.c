@@ -9,8 +9,7 @@
 #include "ferry.h"
 #include "pkt.h"
 #include "util.h"
-
-#define ARP_LEN	28
+#include "wire.h"
 
 enum drop_reason arp_input(struct ctx *c, const struct pkt *p)
 {
@@ -26,15 +25,15 @@ enum drop_reason arp_input(struct ctx *c, const struct pkt *p)
 	if (!(f = tap_tx_reserve(c, ETH_HLEN_ + ARP_LEN)))
 		return DROP_TX_FULL;
 	b = eth_build(f, a->sha, c->conf.our_mac, ETH_P_ARP_);
-	wr16(b, 1);				/* Ethernet */
-	wr16(b + 2, ETH_P_IP_);
-	b[4] = 6;
-	b[5] = 4;
-	wr16(b + 6, 2);				/* reply */
-	memcpy(b + 8, c->conf.our_mac, 6);
-	memcpy(b + 14, &a->tpa, 4);
-	memcpy(b + 18, a->sha, 6);
-	memcpy(b + 24, &a->spa, 4);
+	wr16(b + ARP_OFF_HTYPE, ARP_HTYPE_ETH);
+	wr16(b + ARP_OFF_PTYPE, ETH_P_IP_);
+	b[ARP_OFF_HALEN] = 6;
+	b[ARP_OFF_PALEN] = 4;
+	wr16(b + ARP_OFF_OP, ARP_OP_REPLY);
+	memcpy(b + ARP_OFF_SHA, c->conf.our_mac, 6);
+	memcpy(b + ARP_OFF_SPA, &a->tpa, 4);
+	memcpy(b + ARP_OFF_THA, a->sha, 6);
+	memcpy(b + ARP_OFF_TPA, &a->spa, 4);
 	tap_tx_commit(c, ETH_HLEN_ + ARP_LEN);
 	return DROP_NONE;
 }

@@ -11,20 +11,22 @@
 #include "checksum.h"
 #include "pkt.h"
 #include "util.h"
+#include "wire.h"
 
 static enum drop_reason parse_l4(struct pkt *p, bool verify);
 
 /* parse_arp() - Ethernet/IPv4 ARP body, 28 bytes. */
 static enum drop_reason parse_arp(struct pkt *p, const uint8_t *b, size_t len)
 {
-	if (len < 28 || rd16(b) != 1 || rd16(b + 2) != ETH_P_IP_ ||
-	    b[4] != 6 || b[5] != 4)
+	if (len < ARP_LEN || rd16(b + ARP_OFF_HTYPE) != ARP_HTYPE_ETH ||
+	    rd16(b + ARP_OFF_PTYPE) != ETH_P_IP_ || b[ARP_OFF_HALEN] != 6 ||
+	    b[ARP_OFF_PALEN] != 4)
 		return DROP_ARP_MALFORMED;
-	p->arp.op = rd16(b + 6);
-	memcpy(p->arp.sha, b + 8, 6);
-	memcpy(&p->arp.spa, b + 14, 4);
-	memcpy(p->arp.tha, b + 18, 6);
-	memcpy(&p->arp.tpa, b + 24, 4);
+	p->arp.op = rd16(b + ARP_OFF_OP);
+	memcpy(p->arp.sha, b + ARP_OFF_SHA, 6);
+	memcpy(&p->arp.spa, b + ARP_OFF_SPA, 4);
+	memcpy(p->arp.tha, b + ARP_OFF_THA, 6);
+	memcpy(&p->arp.tpa, b + ARP_OFF_TPA, 4);
 	return DROP_NONE;
 }
 
@@ -35,27 +37,27 @@ static enum drop_reason parse_ip4(struct pkt *p, const uint8_t *b, size_t len)
 
 	if (len < IP4_HLEN)
 		return DROP_IP4_SHORT;
-	if (b[0] >> 4 != 4)
+	if (ip4_version(b) != 4)
 		return DROP_IP4_VERSION;
-	ihl = (size_t)(b[0] & 0xf) * 4;
+	ihl = ip4_hlen(b);
 	if (ihl < IP4_HLEN || ihl > len)
 		return DROP_IP4_HDRLEN;
-	tot = rd16(b + 2);
+	tot = rd16(b + IP4_OFF_TOTLEN);
 	if (tot < ihl || tot > len)
 		return DROP_IP4_TOTLEN;
 	if (csum(b, ihl) != 0)
 		return DROP_IP4_CSUM;
-	if (rd16(b + 6) & 0x3fff)	/* MF flag or fragment offset */
+	if (rd16(b + IP4_OFF_FRAG) & IP4_FRAG_MASK)
 		return DROP_IP4_FRAG;
 
 	p->is_ip = true;
 	p->l3 = b;
 	p->l3len = tot;
-	p->tos = b[1];
-	p->ttl = b[8];
-	p->l4proto = b[9];
-	memcpy(&p->src4, b + 12, 4);
-	memcpy(&p->dst4, b + 16, 4);
+	p->tos = b[IP4_OFF_TOS];
+	p->ttl = b[IP4_OFF_TTL];
+	p->l4proto = b[IP4_OFF_PROTO];
+	memcpy(&p->src4, b + IP4_OFF_SRC, 4);
+	memcpy(&p->dst4, b + IP4_OFF_DST, 4);
 	p->l4 = b + ihl;
 	p->l4len = tot - ihl;
 	return DROP_NONE;
@@ -70,22 +72,22 @@ static enum drop_reason parse_ip6(struct pkt *p, const uint8_t *b, size_t len)
 
 	if (len < IP6_HLEN)
 		return DROP_IP6_SHORT;
-	if (b[0] >> 4 != 6)
+	if (ip6_version(b) != 6)
 		return DROP_IP6_VERSION;
-	plen = rd16(b + 4);
+	plen = rd16(b + IP6_OFF_PLEN);
 	if (plen == 0 || IP6_HLEN + plen > len)	/* no jumbograms */
 		return DROP_IP6_PLEN;
 
 	p->is_ip = p->is_v6 = true;
 	p->l3 = b;
 	p->l3len = IP6_HLEN + plen;
-	p->tos = (uint8_t)(rd16(b) >> 4);
-	p->flowlabel = rd32(b) & 0xfffff;
-	p->ttl = b[7];
-	memcpy(&p->src6, b + 8, 16);
-	memcpy(&p->dst6, b + 24, 16);
+	p->tos = (uint8_t)(rd16(b + IP6_OFF_VTCFL) >> 4);
+	p->flowlabel = rd32(b + IP6_OFF_VTCFL) & 0xfffff;
+	p->ttl = b[IP6_OFF_HLIM];
+	memcpy(&p->src6, b + IP6_OFF_SRC, 16);
+	memcpy(&p->dst6, b + IP6_OFF_DST, 16);
 
-	nh = b[6];
+	nh = b[IP6_OFF_NEXT];
 	for (hops = 0; hops < 8; hops++) {
 		size_t elen;
 
@@ -94,12 +96,12 @@ static enum drop_reason parse_ip6(struct pkt *p, const uint8_t *b, size_t len)
 		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING &&
 		    nh != IPPROTO_DSTOPTS)
 			break;
-		if (p->l3len - off < 8)
+		if (p->l3len - off < IP6X_MIN)
 			return DROP_IP6_EXTHDR;
-		elen = ((size_t)b[off + 1] + 1) * 8;
+		elen = ((size_t)b[off + IP6X_OFF_LEN] + 1) * 8;
 		if (elen > p->l3len - off)
 			return DROP_IP6_EXTHDR;
-		nh = b[off];
+		nh = b[off + IP6X_OFF_NEXT];
 		off += elen;
 	}
 	if (hops == 8)
@@ -118,15 +120,18 @@ static enum drop_reason parse_ip6(struct pkt *p, const uint8_t *b, size_t len)
 static void tcp_sack_opt_parse(const uint8_t *o, uint8_t olen,
 			       struct tcp_view *t)
 {
-	unsigned int i, n = (olen - 2u) / 8;
+	unsigned int i, n = (olen - TCPOPT_SACK_HLEN) / TCPOPT_SACK_BLK;
+	const uint8_t *blk;
 
-	t->has_sack = olen >= 10;
+	t->has_sack = olen >= TCPOPT_SACK_HLEN + TCPOPT_SACK_BLK;
 	t->nsack = 0;
-	if (!t->has_sack || (olen - 2u) % 8 || n > TCP_SACK_OPT_MAX)
+	if (!t->has_sack || (olen - TCPOPT_SACK_HLEN) % TCPOPT_SACK_BLK ||
+	    n > TCP_SACK_OPT_MAX)
 		return;
 	for (i = 0; i < n; i++) {
-		t->sack[i][0] = rd32(o + 2 + 8 * i);
-		t->sack[i][1] = rd32(o + 6 + 8 * i);
+		blk = o + TCPOPT_SACK_HLEN + TCPOPT_SACK_BLK * i;
+		t->sack[i][0] = rd32(blk);
+		t->sack[i][1] = rd32(blk + TCPOPT_SACK_RIGHT);
 	}
 	t->nsack = (uint8_t)n;
 }
@@ -136,46 +141,47 @@ bool tcp_opts_parse(const uint8_t *opt, size_t len, struct tcp_view *t)
 	size_t i = 0;
 
 	while (i < len) {
-		uint8_t kind = opt[i], olen;
+		const uint8_t *o = opt + i;
+		uint8_t kind = o[TCPOPT_OFF_KIND], olen;
 
-		if (kind == 0)		/* end of option list */
+		if (kind == TCPOPT_EOL)
 			break;
-		if (kind == 1) {	/* no-operation */
+		if (kind == TCPOPT_NOP) {
 			i++;
 			continue;
 		}
 		if (len - i < 2)
 			return false;
-		olen = opt[i + 1];
+		olen = o[TCPOPT_OFF_LEN];
 		if (olen < 2 || olen > len - i)
 			return false;
 		switch (kind) {
-		case 2:
-			if (olen != 4)
+		case TCPOPT_MAXSEG:
+			if (olen != TCPOLEN_MAXSEG)
 				return false;
 			t->has_mss = true;
-			t->mss = rd16(opt + i + 2);
+			t->mss = rd16(o + TCPOPT_OFF_VAL);
 			break;
-		case 3:
-			if (olen != 3)
+		case TCPOPT_WINDOW:
+			if (olen != TCPOLEN_WINDOW)
 				return false;
 			t->has_wscale = true;
-			t->wscale = MIN(opt[i + 2], 14);
+			t->wscale = MIN(o[TCPOPT_OFF_VAL], 14);
 			break;
-		case 4:
-			if (olen != 2)
+		case TCPOPT_SACK_PERMITTED:
+			if (olen != TCPOLEN_SACK_PERMITTED)
 				return false;
 			t->has_sack_perm = true;
 			break;
-		case 8:
-			if (olen != 10)
+		case TCPOPT_TIMESTAMP:
+			if (olen != TCPOLEN_TIMESTAMP)
 				return false;
 			t->has_ts = true;
-			t->tsval = rd32(opt + i + 2);
-			t->tsecr = rd32(opt + i + 6);
+			t->tsval = rd32(o + TCPOPT_OFF_VAL);
+			t->tsecr = rd32(o + TCPOPT_OFF_TSECR);
 			break;
-		case 5:			/* SACK blocks */
-			tcp_sack_opt_parse(opt + i, olen, t);
+		case TCPOPT_SACK:
+			tcp_sack_opt_parse(o, olen, t);
 			break;
 		default:		/* MD5, ...: skipped */
 			break;
@@ -203,15 +209,15 @@ static enum drop_reason parse_tcp(struct pkt *p)
 
 	if (p->l4len < TCP_HLEN)
 		return DROP_L4_SHORT;
-	t->doff = (uint8_t)((b[12] >> 4) * 4);
+	t->doff = (uint8_t)tcp_doff(b);
 	if (t->doff < TCP_HLEN || t->doff > p->l4len)
 		return DROP_TCP_DOFF;
-	t->sport = rd16(b);
-	t->dport = rd16(b + 2);
-	t->seq = rd32(b + 4);
-	t->ack = rd32(b + 8);
-	t->flags = b[13];
-	t->window = rd16(b + 14);
+	t->sport = rd16(b + TCP_OFF_SPORT);
+	t->dport = rd16(b + TCP_OFF_DPORT);
+	t->seq = rd32(b + TCP_OFF_SEQ);
+	t->ack = rd32(b + TCP_OFF_ACK);
+	t->flags = b[TCP_OFF_FLAGS];
+	t->window = rd16(b + TCP_OFF_WND);
 	if (!tcp_opts_parse(b + TCP_HLEN, t->doff - TCP_HLEN, t))
 		return DROP_TCP_OPTS;
 	p->payload = b + t->doff;
@@ -228,15 +234,15 @@ static enum drop_reason parse_udp(struct pkt *p, bool verify)
 
 	if (p->l4len < UDP_HLEN)
 		return DROP_L4_SHORT;
-	p->udp.sport = rd16(b);
-	p->udp.dport = rd16(b + 2);
-	p->udp.len = rd16(b + 4);
+	p->udp.sport = rd16(b + UDP_OFF_SPORT);
+	p->udp.dport = rd16(b + UDP_OFF_DPORT);
+	p->udp.len = rd16(b + UDP_OFF_LEN);
 	if (p->udp.len != p->l4len)
 		return DROP_UDP_LEN;
 	/* IPv4 allows "no checksum" (0); IPv6 requires one (RFC 8200 8.1). */
-	if (verify && (p->is_v6 || rd16(b + 6)) && !l4_csum_ok(p))
+	if (verify && (p->is_v6 || rd16(b + UDP_OFF_CSUM)) && !l4_csum_ok(p))
 		return DROP_L4_CSUM;
-	if (p->is_v6 && !rd16(b + 6))
+	if (p->is_v6 && !rd16(b + UDP_OFF_CSUM))
 		return DROP_L4_CSUM;
 	p->payload = b + UDP_HLEN;
 	p->payload_len = p->l4len - UDP_HLEN;
@@ -249,22 +255,22 @@ static enum drop_reason parse_icmp(struct pkt *p, bool verify)
 {
 	const uint8_t *b = p->l4;
 
-	if (p->l4len < 4)
+	if (p->l4len < ICMP_MIN)
 		return DROP_L4_SHORT;
 	if (verify) {
 		if (p->is_v6 ? !l4_csum_ok(p) : csum(b, p->l4len) != 0)
 			return DROP_L4_CSUM;
 	}
-	p->icmp.type = b[0];
-	p->icmp.code = b[1];
-	if (p->l4len >= 8) {
-		p->icmp.id = rd16(b + 4);
-		p->icmp.seq = rd16(b + 6);
-		p->payload = b + 8;
-		p->payload_len = p->l4len - 8;
+	p->icmp.type = b[ICMP_OFF_TYPE];
+	p->icmp.code = b[ICMP_OFF_CODE];
+	if (p->l4len >= ICMP_HLEN) {
+		p->icmp.id = rd16(b + ICMP_OFF_ID);
+		p->icmp.seq = rd16(b + ICMP_OFF_SEQ);
+		p->payload = b + ICMP_HLEN;
+		p->payload_len = p->l4len - ICMP_HLEN;
 	} else {
-		p->payload = b + 4;
-		p->payload_len = p->l4len - 4;
+		p->payload = b + ICMP_MIN;
+		p->payload_len = p->l4len - ICMP_MIN;
 	}
 	return DROP_NONE;
 }
@@ -359,11 +365,11 @@ enum drop_reason pkt_parse(const uint8_t *frame, size_t len,
 		return DROP_ETH_SHORT;
 	if (len > FRAME_MAX)
 		return DROP_ETH_TOO_BIG;
-	memcpy(p->eth_dst, frame, 6);
-	memcpy(p->eth_src, frame + 6, 6);
-	if (p->eth_src[0] & 1)
+	memcpy(p->eth_dst, frame + ETH_OFF_DST, 6);
+	memcpy(p->eth_src, frame + ETH_OFF_SRC, 6);
+	if (p->eth_src[0] & 1)	/* wire: the group bit of an address */
 		return DROP_ETH_SRC_MCAST;
-	p->ethertype = rd16(frame + 12);
+	p->ethertype = rd16(frame + ETH_OFF_TYPE);
 
 	switch (p->ethertype) {
 	case ETH_P_ARP_:
@@ -385,26 +391,26 @@ enum drop_reason pkt_parse(const uint8_t *frame, size_t len,
 uint8_t *eth_build(uint8_t *f, const uint8_t dst[6], const uint8_t src[6],
 		   uint16_t ethertype)
 {
-	memcpy(f, dst, 6);
-	memcpy(f + 6, src, 6);
-	wr16(f + 12, ethertype);
+	memcpy(f + ETH_OFF_DST, dst, 6);
+	memcpy(f + ETH_OFF_SRC, src, 6);
+	wr16(f + ETH_OFF_TYPE, ethertype);
 	return f + ETH_HLEN_;
 }
 
 uint8_t *ip4_build(uint8_t *l3, struct in_addr src, struct in_addr dst,
 		   uint8_t proto, size_t l4len, uint16_t id)
 {
-	l3[0] = 0x45;
-	l3[1] = 0;
-	wr16(l3 + 2, (uint16_t)(IP4_HLEN + l4len));
-	wr16(l3 + 4, id);
-	wr16(l3 + 6, 0x4000);		/* DF */
-	l3[8] = 64;
-	l3[9] = proto;
-	wr16(l3 + 10, 0);
-	memcpy(l3 + 12, &src, 4);
-	memcpy(l3 + 16, &dst, 4);
-	wr16(l3 + 10, csum(l3, IP4_HLEN));
+	l3[IP4_OFF_VIHL] = 4 << 4 | IP4_HLEN / 4;
+	l3[IP4_OFF_TOS] = 0;
+	wr16(l3 + IP4_OFF_TOTLEN, (uint16_t)(IP4_HLEN + l4len));
+	wr16(l3 + IP4_OFF_ID, id);
+	wr16(l3 + IP4_OFF_FRAG, IP4_F_DF);
+	l3[IP4_OFF_TTL] = 64;
+	l3[IP4_OFF_PROTO] = proto;
+	wr16(l3 + IP4_OFF_CSUM, 0);
+	memcpy(l3 + IP4_OFF_SRC, &src, 4);
+	memcpy(l3 + IP4_OFF_DST, &dst, 4);
+	wr16(l3 + IP4_OFF_CSUM, csum(l3, IP4_HLEN));
 	return l3 + IP4_HLEN;
 }
 
@@ -412,12 +418,12 @@ uint8_t *ip6_build(uint8_t *l3, const struct in6_addr *src,
 		   const struct in6_addr *dst, uint8_t proto, size_t l4len,
 		   uint8_t hlim)
 {
-	wr32(l3, 6u << 28);
-	wr16(l3 + 4, (uint16_t)l4len);
-	l3[6] = proto;
-	l3[7] = hlim;
-	memcpy(l3 + 8, src, 16);
-	memcpy(l3 + 24, dst, 16);
+	wr32(l3 + IP6_OFF_VTCFL, 6u << 28);
+	wr16(l3 + IP6_OFF_PLEN, (uint16_t)l4len);
+	l3[IP6_OFF_NEXT] = proto;
+	l3[IP6_OFF_HLIM] = hlim;
+	memcpy(l3 + IP6_OFF_SRC, src, 16);
+	memcpy(l3 + IP6_OFF_DST, dst, 16);
 	return l3 + IP6_HLEN;
 }
 

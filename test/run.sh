@@ -2,6 +2,7 @@
 # run.sh - the whole test suite (make check): unit tests under ASan and
 # UBSan, then integration tests in a sandbox (test/sandbox.sh) with pytest.
 # Ends with one line "N passed, N failed" and a non-zero exit on failure.
+# The header-offset check (test/wire_offsets.py) counts as one test.
 #
 # Environment: FERRY_TESTS=PATTERN runs only pytest tests matching it (-k);
 # FERRY_BIN overrides the binary the integration tests start.
@@ -40,6 +41,11 @@ fi
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+
+# No protocol file indexes a header with a number (test/wire_offsets.py:
+# the fields are named in wire.h); counts as one test.
+echo "== header offsets (test/wire_offsets.py)"
+if python3 test/wire_offsets.py; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 
 # As root, the unit tests run in a private network namespace with only
 # loopback up: nothing they make ferry send can leave the machine, and
