@@ -42,6 +42,7 @@
 #include "log.h"
 #include "pkt.h"
 #include "util.h"
+#include "wire.h"
 
 #define BOOTP_HLEN	236		/* fixed BOOTP header */
 #define DHCP_COOKIE	0x63825363u
@@ -511,10 +512,7 @@ static enum drop_reason reply_send(struct ctx *c, const struct dhcp_req *r,
 		dst.s_addr = htonl(INADDR_BROADCAST);
 		mac = bcast_mac;
 	}
-	wr16(l4, 67);
-	wr16(l4 + 2, dport);
-	wr16(l4 + 4, (uint16_t)(UDP_HLEN + o->len));
-	wr16(l4 + 6, 0);
+	udp_hdr_put(l4, 67, dport, (uint16_t)(UDP_HLEN + o->len));
 	memcpy(l4 + UDP_HLEN, o->b, o->len);
 	if (!tap_send_ip4_mac(c, mac, c->conf.ip4.gw, dst, IPPROTO_UDP, l4,
 			      UDP_HLEN + o->len))

@@ -38,6 +38,7 @@
 #include "ndp.h"
 #include "pkt.h"
 #include "util.h"
+#include "wire.h"
 
 /* Message types */
 enum {
@@ -487,10 +488,8 @@ static enum drop_reason d6_reply(struct ctx *c, const struct pkt *p,
 	debug("DHCPv6: %s (%u IA_NA, %u IA_PD) answered with %s",
 	      d6_name(r->type), r->n_ia, r->n_pd, d6_name(type));
 
-	wr16(l4, D6_PORT_SERVER);
-	wr16(l4 + 2, D6_PORT_CLIENT);
-	wr16(l4 + 4, (uint16_t)(UDP_HLEN + o.len));
-	wr16(l4 + 6, 0);
+	udp_hdr_put(l4, D6_PORT_SERVER, D6_PORT_CLIENT,
+		    (uint16_t)(UDP_HLEN + o.len));
 	memcpy(l4 + UDP_HLEN, o.b, o.len);
 	ndp_router_ll(c, &src);
 	if (!tap_send_ip6(c, &src, &p->src6, IPPROTO_UDP, l4,

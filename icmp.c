@@ -66,6 +66,7 @@
 #include "nat.h"
 #include "pkt.h"
 #include "util.h"
+#include "wire.h"
 
 #define ICMP_ECHO_REQ4		8
 #define ICMP_ECHO_REPLY4	0
@@ -414,8 +415,8 @@ static enum drop_reason ping_send(struct ctx *c, struct ping_flow *pf,
 	};
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 
-	wr16(h + 4, p->icmp.id);
-	wr16(h + 6, p->icmp.seq);
+	wr16(h + ICMP_OFF_ID, p->icmp.id);
+	wr16(h + ICMP_OFF_SEQ, p->icmp.seq);
 	if (sendmsg(pf->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		debug("icmp: send: %s", strerror(errno));
 		return DROP_SOCKET_ERROR;
@@ -473,7 +474,8 @@ static void ping_reply(struct ctx *c, struct flow *fl, uint8_t *m, size_t len,
 	size_t mtu = c->conf.mtu ? c->conf.mtu : 65520;
 	union inany src;
 
-	if (len < ICMP_HLEN || m[0] != (v6 ? ICMP_ECHO_REPLY6 : ICMP_ECHO_REPLY4))
+	if (len < ICMP_HLEN ||
+	    m[ICMP_OFF_TYPE] != (v6 ? ICMP_ECHO_REPLY6 : ICMP_ECHO_REPLY4))
 		return;
 	if (len + (v6 ? IP6_HLEN : IP4_HLEN) > mtu) {
 		drop(c, DROP_ICMP_TOO_BIG);
@@ -486,7 +488,7 @@ static void ping_reply(struct ctx *c, struct flow *fl, uint8_t *m, size_t len,
 	else
 		return;
 	nat_inbound(c, &src);
-	wr16(m + 4, pf->guest_id);
+	wr16(m + ICMP_OFF_ID, pf->guest_id);
 	if (v6 ? tap_send_ip6(c, &src.a6, &k->a.a6, IPPROTO_ICMPV6, m, len)
 	       : tap_send_ip4(c, src.v4m.a4, k->a.v4m.a4, IPPROTO_ICMP, m, len))
 		c->icmp.replies++;

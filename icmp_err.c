@@ -36,6 +36,7 @@
 #include "icmp_err.h"
 #include "pkt.h"
 #include "util.h"
+#include "wire.h"
 
 #define ICMP4_QUOTE_MAX	(576 - IP4_HLEN - ICMP_HLEN)	/* quoted bytes */
 #define ICMP6_QUOTE_MAX	(1280 - IP6_HLEN - ICMP6_HLEN)
@@ -204,12 +205,13 @@ void icmp_echo_requote(uint8_t *m, size_t len, uint16_t id,
 	if (len < ICMP_HLEN)
 		return;
 	wr16(new_id, id);
-	check = csum_update(rd16(m + 2), m + 4, new_id, 2);
+	check = csum_update(rd16(m + ICMP_OFF_CSUM), m + ICMP_OFF_ID, new_id,
+			    2);
 	if (from6 && to6)
 		check = csum_update(check, from6, to6,
 				    2 * sizeof(struct in6_addr));
-	memcpy(m + 4, new_id, 2);
-	wr16(m + 2, check);
+	memcpy(m + ICMP_OFF_ID, new_id, 2);
+	wr16(m + ICMP_OFF_CSUM, check);
 }
 
 /* quote_udp() - the guest's UDP header and payload at q (room: max
@@ -220,10 +222,7 @@ static size_t quote_udp(uint8_t *q, size_t max, const struct icmp_err_orig *o)
 	size_t ulen = MIN(UDP_HLEN + o->full_len, 65535u);
 	size_t n = MIN(o->len, max - UDP_HLEN);
 
-	wr16(q, o->sport);
-	wr16(q + 2, o->dport);
-	wr16(q + 4, (uint16_t)ulen);
-	wr16(q + 6, 0);
+	udp_hdr_put(q, o->sport, o->dport, (uint16_t)ulen);
 	memcpy(q + UDP_HLEN, o->payload, n);
 	if (o->len == o->full_len) {
 		uint16_t s = inany_is4(&o->src)
@@ -231,7 +230,7 @@ static size_t quote_udp(uint8_t *q, size_t max, const struct icmp_err_orig *o)
 				    q, UDP_HLEN + n)
 			: csum_l4_6(&o->src.a6, &o->dst.a6, IPPROTO_UDP, q,
 				    UDP_HLEN + n);
-		wr16(q + 6, s ? s : 0xffff);
+		wr16(q + UDP_OFF_CSUM, s ? s : 0xffff);
 	}
 	return UDP_HLEN + n;
 }
@@ -263,14 +262,14 @@ bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
 		return false;
 	src = reporter(c, e, o);
 	memset(buf, 0, ICMP_HLEN);
-	buf[0] = type;
-	buf[1] = code;
+	buf[ICMP_OFF_TYPE] = type;
+	buf[ICMP_OFF_CODE] = code;
 	if (v6) {
 		uint8_t *q = ip6_build(buf + ICMP6_HLEN, &o->src.a6, &o->dst.a6,
 				       proto, MIN(ulen, 65535u), 64);
 
 		if (type == 2)
-			wr32(buf + 4, mtu);
+			wr32(buf + ICMP_OFF_MTU6, mtu);
 		n = quote(q, ICMP6_QUOTE_MAX - IP6_HLEN, o);
 		return tap_send_ip6(c, &src.a6, &o->src.a6, IPPROTO_ICMPV6,
 				    buf, ICMP6_HLEN + IP6_HLEN + n);
@@ -279,7 +278,7 @@ bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
 			       proto, MIN(ulen, 65535u - IP4_HLEN), 0);
 
 	if (code == 4)
-		wr16(buf + 6, (uint16_t)MIN(mtu, 65535u));
+		wr16(buf + ICMP_OFF_MTU4, (uint16_t)MIN(mtu, 65535u));
 	n = quote(q, ICMP4_QUOTE_MAX - IP4_HLEN, o);
 	return tap_send_ip4(c, src.v4m.a4, o->src.v4m.a4, IPPROTO_ICMP, buf,
 			    ICMP_HLEN + IP4_HLEN + n);

@@ -95,6 +95,7 @@
 #include "pkt.h"
 #include "udp_int.h"
 #include "util.h"
+#include "wire.h"
 
 #define UDP_PAYLOAD_MAX4	(65535 - IP4_HLEN - UDP_HLEN)	/* 65507 */
 #define UDP_PAYLOAD_MAX6	(65535 - UDP_HLEN)		/* 65527 */
@@ -712,22 +713,19 @@ static size_t udp_frame_hdrs(const struct ctx *c, uint8_t *f,
 	else
 		t = ip4_build(l3, k->b.v4m.a4, k->a.v4m.a4, IPPROTO_UDP, l4len,
 			      0);
-	wr16(t, k->pb);
-	wr16(t + 2, k->pa);
-	wr16(t + 4, (uint16_t)l4len);
-	wr16(t + 6, 0);
+	udp_hdr_put(t, k->pb, k->pa, (uint16_t)l4len);
 	if (partial) {
 		uint32_t ps = v6 ? csum_pseudo6(&k->b.a6, &k->a.a6,
 						IPPROTO_UDP, (uint32_t)l4len)
 				 : csum_pseudo4(k->b.v4m.a4, k->a.v4m.a4,
 						IPPROTO_UDP, (uint32_t)l4len);
 
-		wr16(t + 6, (uint16_t)~csum_fold(ps));
+		wr16(t + UDP_OFF_CSUM, (uint16_t)~csum_fold(ps));
 		return (size_t)(t - f) + l4len;
 	}
 	sum = v6 ? csum_l4_6(&k->b.a6, &k->a.a6, IPPROTO_UDP, t, l4len)
 		 : csum_l4_4(k->b.v4m.a4, k->a.v4m.a4, IPPROTO_UDP, t, l4len);
-	wr16(t + 6, sum ? sum : 0xffff);
+	wr16(t + UDP_OFF_CSUM, sum ? sum : 0xffff);
 	return (size_t)(t - f) + l4len;
 }
 
