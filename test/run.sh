@@ -5,7 +5,10 @@
 # The header-offset check (test/wire_offsets.py) counts as one test.
 #
 # Environment: FERRY_TESTS=PATTERN runs only pytest tests matching it (-k);
-# FERRY_BIN overrides the binary the integration tests start.
+# FERRY_BIN overrides the binary the integration tests start; SKIP_VM=1
+# leaves out the tests that boot a qemu guest (test_vm.py,
+# test_vhost_user.py) and the guest build they need (test/guest/build.sh:
+# the only step that downloads a kernel package).
 #
 # FERRY_VALGRIND=1 (make valgrind): the unit tests built without
 # sanitizers (build/unit-plain) under valgrind memcheck, then the
@@ -69,9 +72,15 @@ fi
 # The VM tests boot a guest built from Debian packages (test/guest): build
 # it here, outside the sandbox, where apt-get can install what is missing;
 # inside, the session fixture finds it up to date (cached between runs).
-echo "== guest image for the VM tests (test/guest/build.sh)"
-bash test/guest/build.sh >/dev/null ||
-	echo "guest build failed: the VM tests will fail saying why"
+if [ "${SKIP_VM:-}" = 1 ]; then
+	echo "== VM tests skipped (SKIP_VM=1): no guest build, no qemu"
+	files+=(--ignore=test/integration/test_vm.py
+		--ignore=test/integration/test_vhost_user.py)
+else
+	echo "== guest image for the VM tests (test/guest/build.sh)"
+	bash test/guest/build.sh >/dev/null ||
+		echo "guest build failed: the VM tests will fail saying why"
+fi
 
 echo "== integration tests (sandbox)"
 export FERRY_BIN=${FERRY_BIN:-$PWD/build/ferry-test}

@@ -5,11 +5,16 @@
 # -------------------
 # The guest is a Debian distribution kernel plus a tiny initramfs, nothing
 # else: no disk image, no root filesystem.  Everything comes from Debian
-# packages installed on this machine (installed here with apt-get when they
-# are missing), so the build needs no network access beyond the package
-# mirror and produces the same guest on every machine of the same release.
+# packages, so the build needs no network access beyond the package mirror
+# and produces the same guest on every machine of the same release.  The
+# tools it runs (busybox, iperf3, qemu, cpio, compressors, depmod) are
+# installed with apt-get when missing; the kernel is NOT installed: its
+# package is fetched with "apt-get download" and unpacked with "dpkg -x"
+# into the cache (fetch_kernel below), so /boot, /lib/modules and the
+# host's initramfs are never touched.
 #
-#   kernel     linux-image-amd64 -> /boot/vmlinuz-KVER (a bzImage).  We also
+#   kernel     linux-image-amd64 -> linux-image-KVER's vmlinuz-KVER (a
+#              bzImage), unpacked into CACHE/kernel.  We also
 #              extract the uncompressed ELF vmlinux from it (extract_vmlinux
 #              below, our own implementation: the bzImage header says where
 #              the compressed payload is) so qemu can boot it directly through
@@ -38,6 +43,8 @@
 #                    current inputs (package versions, this script's and the
 #                    guest files' hashes) nothing is rebuilt
 #   kver             kernel release string
+#   kernel/          vmlinuz, modules.dep and the guest's modules of the
+#                    unpacked kernel package (the rest is deleted)
 # The last line printed on stdout is the cache directory.
 #
 # Concurrent callers serialise on CACHE/.lock; outputs are replaced
@@ -50,8 +57,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${1:-${FERRY_GUEST_CACHE:-/var/tmp/ferry-guest}}
 # Test tools copied into the guest with their shared libraries.
 TOOLS="iperf3"
-PKGS="linux-image-amd64 qemu-system-x86 cpio iperf3 xz-utils"
-PKGS="$PKGS zstd gzip"
+PKGS="qemu-system-x86 cpio iperf3 xz-utils zstd gzip kmod"
 # Modules the guest loads (dependencies are added from modules.dep).
 MODULES="virtio_pci virtio_net"
 
@@ -86,13 +92,56 @@ ensure_packages() {
 }
 
 # kernel_release() - release string (KVER) of the kernel linux-image-amd64
-# points at, e.g. 6.1.0-57-amd64
+# points at in the package lists, e.g. 6.1.0-57-amd64 (lists refreshed
+# once with apt-get update if they do not know the package yet)
 kernel_release() {
 	local dep
-	dep=$(dpkg-query -W -f='${Depends}' linux-image-amd64 |
+	dep=$(apt-cache depends linux-image-amd64 2>/dev/null |
 	      grep -o 'linux-image-[0-9][^ ,|]*' | head -n1)
-	[ -n "$dep" ] || die "cannot resolve linux-image-amd64 dependency"
+	if [ -z "$dep" ] && [ "$(id -u)" = 0 ]; then
+		apt-get update -qq >&2 || true
+		dep=$(apt-cache depends linux-image-amd64 2>/dev/null |
+		      grep -o 'linux-image-[0-9][^ ,|]*' | head -n1)
+	fi
+	[ -n "$dep" ] || die "cannot resolve linux-image-amd64 in the package lists"
 	echo "${dep#linux-image-}"
+}
+
+# kernel_version() - the package version apt would download for KVER $1
+kernel_version() {
+	apt-cache policy "linux-image-$1" 2>/dev/null |
+		awk '/Candidate:/ { print $2; exit }'
+}
+
+# fetch_kernel() - unpack linux-image-$1 (version $2) into directory $3:
+# vmlinuz, modules.dep (made by depmod on the unpacked tree) and the MODULES
+# with their dependencies; nothing is installed, the package's other 400 MB
+# are deleted again. Skipped when $3 already holds that version.
+fetch_kernel() {
+	local kver=$1 ver=$2 dir=$3 t m
+	if [ -f "$dir/version" ] && [ "$(cat "$dir/version")" = "$ver" ] &&
+	   [ -f "$dir/vmlinuz" ] && [ -f "$dir/modules.dep" ]; then
+		return 0
+	fi
+	log "fetching linux-image-$kver $ver (apt-get download, dpkg -x)"
+	t=$(mktemp -d "$CACHE/.kernel.XXXXXX")
+	(cd "$t" && apt-get download -q -o APT::Sandbox::User=root \
+		"linux-image-$kver=$ver" >&2) ||
+		{ rm -rf "$t"; die "apt-get download linux-image-$kver failed"; }
+	dpkg -x "$t"/linux-image-*.deb "$t/root" ||
+		{ rm -rf "$t"; die "dpkg -x of linux-image-$kver failed"; }
+	depmod -b "$t/root" "$kver" ||
+		{ rm -rf "$t"; die "depmod on the unpacked kernel failed"; }
+	rm -rf "$dir"
+	mkdir -p "$dir/lib"
+	cp "$t/root/boot/vmlinuz-$kver" "$dir/vmlinuz"
+	cp "$t/root/lib/modules/$kver/modules.dep" "$dir/modules.dep"
+	for m in $(module_order "$dir/modules.dep" $MODULES); do
+		mkdir -p "$dir/lib/$(dirname "$m")"
+		cp "$t/root/lib/modules/$kver/$m" "$dir/lib/$m"
+	done
+	rm -rf "$t"
+	echo "$ver" > "$dir/version"
 }
 
 # le_u32() - print the little-endian 32-bit value at byte offset $2 of $1
@@ -187,7 +236,7 @@ copy_tool() {
 
 # inputs() - print everything the build depends on, one item a line
 inputs() {
-	local kver=$1 files="" t pkgs
+	local kver=$1 files="" t pkgs	# $2: the kernel package's version
 	for t in /bin/busybox $TOOLS; do
 		t=$(command -v "$t") || die "tool $t not found"
 		t="$t $(tool_libs "$t")"
@@ -198,24 +247,25 @@ inputs() {
 	# shellcheck disable=SC2086
 	pkgs=$(dpkg-query -S $files 2>/dev/null | cut -d: -f1 | tr ', ' '\n\n')
 	# shellcheck disable=SC2086
-	dpkg-query -W -f='${Package} ${Version}\n' "linux-image-$kver" \
-		$pkgs | sort -u
+	{ echo "linux-image-$kver $2"
+	  dpkg-query -W -f='${Package} ${Version}\n' $pkgs; } | sort -u
 	sha256sum "$HERE/build.sh" "$HERE/init" "$HERE/udhcpc.script" |
 		awk '{print $1}'
 }
 
-# build_initramfs() - populate a root in $2 for kernel $1, pack it to $3
+# build_initramfs() - populate a root in $2 for the kernel unpacked in $1,
+# pack it to $3
 build_initramfs() {
-	local kver=$1 root=$2 out=$3 m a
+	local kdir=$1 root=$2 out=$3 m a
 	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,run,tmp,etc}
 	mkdir -p "$root"/lib/modules "$root"/root
 	copy_tool /bin/busybox "$root" /bin
 	for a in $(/bin/busybox --list); do
 		[ "$a" = busybox ] || ln -s busybox "$root/bin/$a"
 	done
-	for m in $(module_order "/lib/modules/$kver/modules.dep" $MODULES); do
+	for m in $(module_order "$kdir/modules.dep" $MODULES); do
 		a=$(basename "$m"); a=${a%%.ko*}.ko
-		copy_module "/lib/modules/$kver/$m" "$root/lib/modules/$a"
+		copy_module "$kdir/lib/$m" "$root/lib/modules/$a"
 		echo "$a" >> "$root/lib/modules/load-order"
 	done
 	for a in $TOOLS; do
@@ -237,14 +287,16 @@ build_initramfs() {
 }
 
 main() {
-	local kver want
+	local kver kpkg want
 	ensure_packages
 	kver=$(kernel_release)
-	[ -f "/boot/vmlinuz-$kver" ] || die "/boot/vmlinuz-$kver missing"
+	kpkg=$(kernel_version "$kver")
+	[ -n "$kpkg" ] || die "linux-image-$kver has no candidate version"
 	mkdir -p "$CACHE"
 	exec 9> "$CACHE/.lock"
 	flock 9
-	want=$(inputs "$kver")
+	fetch_kernel "$kver" "$kpkg" "$CACHE/kernel"
+	want=$(inputs "$kver" "$kpkg")
 	if [ -f "$CACHE/stamp" ] && [ "$(cat "$CACHE/stamp")" = "$want" ] &&
 	   [ -f "$CACHE/vmlinux" ] && [ -f "$CACHE/initramfs.cpio.gz" ]; then
 		log "up to date ($kver)"
@@ -254,9 +306,9 @@ main() {
 	log "building guest for kernel $kver in $CACHE"
 	tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT	# global: the trap runs after main returns
-	extract_vmlinux "/boot/vmlinuz-$kver" "$tmp/vmlinux"
-	cp "/boot/vmlinuz-$kver" "$tmp/bzImage"
-	build_initramfs "$kver" "$tmp/root" "$tmp/initramfs.cpio.gz"
+	extract_vmlinux "$CACHE/kernel/vmlinuz" "$tmp/vmlinux"
+	cp "$CACHE/kernel/vmlinuz" "$tmp/bzImage"
+	build_initramfs "$CACHE/kernel" "$tmp/root" "$tmp/initramfs.cpio.gz"
 	echo "$kver" > "$tmp/kver"
 	rm -f "$CACHE/stamp"
 	for f in vmlinux bzImage initramfs.cpio.gz kver; do
