@@ -6,7 +6,10 @@
 #   make run        a shell (or, without a terminal, a scripted demo) in a new
 #                   network namespace connected through ferry
 #   make bench      performance comparison (see test/bench/)
-#   make install    PREFIX=/usr/local DESTDIR= : binary, pasta/passt links, man page
+#   make install    PREFIX=/usr/local DESTDIR= : the binary (stripped), pasta/passt
+#                   links, man page, systemd unit, bash completion, LICENSE
+#   make install-debug  the same with the binary's debug information kept
+#   make uninstall  removes what make install put there (same PREFIX/DESTDIR)
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
 #                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan, fuzz_vu,
 #                   fuzz_vu_sock, fuzz_tcp; run one with
@@ -21,11 +24,17 @@
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
+DOCDIR  ?= $(PREFIX)/share/doc/ferry
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSTEMDDIR  ?= $(PREFIX)/lib/systemd/system
+STRIP   ?= strip
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-missing-field-initializers
 BASE    := -std=gnu11 -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -fno-strict-aliasing $(WARN)
-VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# The version: git's description in a clone, else the VERSION file (a
+# tarball from git archive has no .git).
+VERSION := $(shell { test -e .git && git describe --always --dirty 2>/dev/null; } || cat VERSION 2>/dev/null || echo unknown)
 BASE    += -DFERRY_VERSION='"$(VERSION)"'
 
 SRCS    := $(sort $(wildcard *.c))
@@ -38,7 +47,7 @@ SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
 UNIT_SRCS += test/fuzz/fuzz_lib.c test/fuzz/tcp_prog.c
 
-.PHONY: all clean check unit integration install run bench tools fuzz lint valgrind
+.PHONY: all clean check unit integration install install-debug uninstall run bench tools fuzz lint valgrind
 
 all: ferry
 
@@ -71,11 +80,30 @@ run: ferry
 bench: ferry
 	@bash test/bench/run.sh
 
-install: ferry
+INSTALLED := $(BINDIR)/ferry $(BINDIR)/pasta.ferry $(BINDIR)/passt.ferry \
+	     $(MANDIR)/man1/ferry.1 $(BASHCOMPDIR)/ferry $(SYSTEMDDIR)/ferry.service \
+	     $(DOCDIR)/LICENSE $(DOCDIR)/NEWS.md
+
+install: install-debug
+	$(STRIP) $(DESTDIR)$(BINDIR)/ferry
+
+install-debug: ferry
 	install -Dm755 ferry $(DESTDIR)$(BINDIR)/ferry
 	ln -sf ferry $(DESTDIR)$(BINDIR)/pasta.ferry
 	ln -sf ferry $(DESTDIR)$(BINDIR)/passt.ferry
 	install -Dm644 doc/ferry.1 $(DESTDIR)$(MANDIR)/man1/ferry.1
+	install -Dm644 contrib/ferry.bash $(DESTDIR)$(BASHCOMPDIR)/ferry
+	for l in pasta passt pasta.ferry passt.ferry; do \
+		ln -sf ferry $(DESTDIR)$(BASHCOMPDIR)/$$l; done
+	@mkdir -p $(DESTDIR)$(SYSTEMDDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' contrib/ferry.service > $(DESTDIR)$(SYSTEMDDIR)/ferry.service
+	install -Dm644 LICENSE $(DESTDIR)$(DOCDIR)/LICENSE
+	install -Dm644 NEWS.md $(DESTDIR)$(DOCDIR)/NEWS.md
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rm -f $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,pasta passt pasta.ferry passt.ferry)
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
 	rm -rf ferry build
