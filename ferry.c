@@ -132,6 +132,8 @@ int main(int argc, char **argv)
 	c->pcap_fd = c->sigfd = c->child_pidfd = -1;
 	argv[skip] = argv[0];
 	conf_parse(&c->conf, mode, argc - skip, argv + skip);
+	if (mode == MODE_NS)
+		ns_cmd_check(c->conf.cmd);
 	priv_plan(c);
 
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);

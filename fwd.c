@@ -100,6 +100,12 @@ static bool parse_item(const char *s, const char *end, struct range *r,
 	if (r->excl)
 		s++;
 	colon = memchr(s, ':', (size_t)(end - s));
+	if (colon == s)
+		return fail(err, errlen, "no source port before ':' in", item,
+			    (size_t)(end - item));
+	if (colon && colon + 1 == end)
+		return fail(err, errlen, "no target port after ':' in", item,
+			    (size_t)(end - item));
 	if (!parse_span(s, colon ? colon : end, &r->lo, &r->hi, err, errlen))
 		return false;
 	r->tlo = r->lo;
@@ -306,6 +312,38 @@ static bool parse_list(struct fwd_spec *f, const char *s, const char *end,
 	return true;
 }
 
+/* docker_form() - is arg docker's ADDR:PORT:PORT (an address before the
+ * ports, joined by ':')? Writes the pasta form, ADDR/PORT:PORT, as a hint:
+ * the habit podman and docker users bring. */
+static bool docker_form(const char *arg, char *err, size_t errlen)
+{
+	const char *whole = arg, *last = strrchr(arg, ':'), *first;
+	char addr[INET6_ADDRSTRLEN + 2];
+	size_t alen;
+
+	if (strchr(arg, '/') || !last || last == arg)
+		return false;
+	first = memrchr(arg, ':', (size_t)(last - arg));
+	if (!first)
+		return false;
+	alen = (size_t)(first - arg);
+	if (alen >= 2 && arg[0] == '[' && arg[alen - 1] == ']') {
+		arg++;
+		alen -= 2;
+	}
+	if (!alen || alen >= sizeof(addr))
+		return false;
+	memcpy(addr, arg, alen);
+	addr[alen] = '\0';
+	if (inet_pton(AF_INET, addr, &(struct in_addr){ 0 }) != 1 &&
+	    inet_pton(AF_INET6, addr, &(struct in6_addr){ 0 }) != 1)
+		return false;
+	snprintf(err, errlen, "'%s' puts the address first with ':' (docker's"
+		 " form); write it before a slash: %s/%s", whole,
+		 addr, first + 1);
+	return true;
+}
+
 bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 		    char *err, size_t errlen)
 {
@@ -319,9 +357,11 @@ bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 	if (!strcmp(arg, "none"))
 		return set_mode(f, FWD_NONE, arg, err, errlen);
 	if (!strcmp(arg, "auto")) {
-		if (!allow_auto)
-			return fail(err, errlen, "'auto' is not available here",
-				    arg, strlen(arg));
+		if (!allow_auto) {
+			snprintf(err, errlen, "'auto' is for namespace mode only"
+				 " (ferry ns, pasta): name the ports");
+			return false;
+		}
 		return set_mode(f, FWD_AUTO, arg, err, errlen);
 	}
 	if (slash) {
@@ -332,6 +372,8 @@ bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 	}
 	if (!*ports)
 		return fail(err, errlen, "no ports in", arg, strlen(arg));
+	if (docker_form(arg, err, errlen))
+		return false;
 	if (!strcmp(ports, "all")) {
 		if (!set_mode(f, FWD_ALL, ports, err, errlen))
 			return false;

@@ -494,6 +494,35 @@ static void __attribute__((noreturn)) child_exec(char **cmd)
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
+/* cmd_exists() - would execvp() find name? A name with a '/' is a path;
+ * else each PATH entry is tried (execvp's default when PATH is unset). */
+static bool cmd_exists(const char *name)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char buf[4096];
+	int n;
+
+	if (strchr(name, '/'))
+		return !access(name, F_OK);
+	for (p = path ? path : "/bin:/usr/bin"; ; p = end + 1) {
+		end = strchrnul(p, ':');
+		n = snprintf(buf, sizeof(buf), "%.*s/%s", (int)(end - p), p,
+			     name);
+		if (n > 0 && (size_t)n < sizeof(buf) && !access(buf, F_OK))
+			return true;
+		if (!*end)
+			return false;
+	}
+}
+
+void ns_cmd_check(char *const *cmd)
+{
+	if (!cmd || !cmd[0] || !cmd[0][0] || cmd_exists(cmd[0]))
+		return;
+	fprintf(stderr, "ferry: cannot run %s: %s\n", cmd[0], strerror(ENOENT));
+	exit(127);
+}
+
 /* child_user() - ferry gives up root after start-up (priv.c): the child
  * changes to that user first, so the user namespace it creates belongs
  * to the user ferry becomes, who can then still enter it. Dumpable

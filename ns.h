@@ -14,6 +14,10 @@ struct ctx;
  * tap, no guest link). Exits with a message on failure. Returns the fd
  * that releases the command (ns_run_command()), -1 when joining. */
 int ns_start(struct ctx *c);
+/* ns_cmd_check() - before any set-up: a command that does not exist (no
+ * such file, or no such name in PATH) ends ferry at once, with the one
+ * line and the status (127) its exec would give after the set-up. */
+void ns_cmd_check(char *const *cmd);
 /* ns_run_command() - let the command start, once everything it may use
  * (forwarded ports in both directions) is set up. go: from ns_start(). */
 void ns_run_command(int go);

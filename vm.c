@@ -104,9 +104,17 @@ static int listen_socket(struct conf *f)
 	int i, fd;
 
 	if (f->socket_path[0]) {
+		struct stat st;
+
 		if (stale_socket(f->socket_path))
 			unlink(f->socket_path);
+		else if (!stat(f->socket_path, &st) && !S_ISSOCK(st.st_mode))
+			die("--socket: %s exists and is not a socket",
+			    f->socket_path);
 		fd = bind_path(f->socket_path);
+		if (fd == -EADDRINUSE)
+			die("--socket: %s is in use: another process listens "
+			    "there", f->socket_path);
 		if (fd < 0)
 			die("--socket: cannot listen on %s: %s", f->socket_path,
 			    strerror(-fd));

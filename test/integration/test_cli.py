@@ -95,6 +95,13 @@ def test_unknown_option_named():
      ["--splice-only", "--ns-mac-addr"]),
     (["ns", "--splice-only", "--outbound-if6", "eth0"],
      ["--splice-only", "--outbound-if6"]),
+    # issue 24: the part that is wrong, and the right form for a habit
+    (["ns", "-t", "80:"], ["-t", "no target port", "'80:'"]),
+    (["ns", "-u", ":53"], ["-u", "no source port", "':53'"]),
+    (["ns", "-t", "127.0.0.1:8080:80"], ["-t", "'127.0.0.1:8080:80'",
+                                         "127.0.0.1/8080:80"]),
+    (["ns", "-t", "[::1]:8080:80"], ["-t", "::1/8080:80"]),
+    (["vm", "-t", "auto"], ["-t", "'auto'", "namespace mode only"]),
 ])
 def test_bad_value_one_line_exit_1(args, parts):
     one_error_line(ferry(*args), *parts)
@@ -130,6 +137,36 @@ def test_start_errors_name_the_option(tmp_path):
     r = ferry("vm", "-q", "-f", "-1", "-s", str(tmp_path / "s"), "--pid",
               str(tmp_path / "no" / "such.pid"))
     start_error_line(r, "--pid", "such.pid")
+    # a regular file where the socket should go: not "Address in use"
+    (tmp_path / "plain").write_text("")
+    r = ferry("vm", "-q", "-f", "-1", "-s", str(tmp_path / "plain"))
+    start_error_line(r, "--socket", "not a socket")
+
+
+def test_socket_in_use_named(tmp_path):
+    """A second ferry on a live socket says another process listens."""
+    path = str(tmp_path / "live.socket")
+    first = subprocess.Popen([FERRY, "vm", "-q", "-f", "-s", path],
+                             stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: os.path.exists(path), timeout=10)
+        r = ferry("vm", "-q", "-f", "-1", "-s", path)
+        start_error_line(r, "--socket", "in use")
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_missing_command_is_the_first_line():
+    """ferry ns -- no-such-cmd: the error is the first (and only) line,
+    before any start-up report, with the shell's status 127."""
+    r = subprocess.run([FERRY, "ns", "--", "no-such-cmd-zz"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 127, (r.returncode, r.stderr)
+    lines = r.stderr.strip("\n").split("\n")
+    assert lines[0] == ("ferry: cannot run no-such-cmd-zz: No such file "
+                        "or directory"), r.stderr
+    assert len(lines) == 1, r.stderr
 
 
 def test_help_lists_every_option():
