@@ -9,7 +9,12 @@
 #   make install    PREFIX=/usr/local DESTDIR= : the binary (stripped), pasta/passt
 #                   links, man page, systemd unit, bash completion, LICENSE
 #   make install-debug  the same with the binary's debug information kept
-#   make uninstall  removes what make install put there (same PREFIX/DESTDIR)
+#   make install-podman  also a 'pasta' and 'passt' link in LIBEXECDIR and a
+#                   containers.conf drop-in putting LIBEXECDIR first among
+#                   podman's helper directories (podman's own kept)
+#   make install-links   also 'pasta' and 'passt' links in BINDIR (libvirt
+#                   and qemu find passt on PATH)
+#   make uninstall  removes what any of them put there (same PREFIX/DESTDIR)
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
 #                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan, fuzz_vu,
 #                   fuzz_vu_sock, fuzz_tcp; run one with
@@ -28,6 +33,12 @@ DOCDIR  ?= $(PREFIX)/share/doc/ferry
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 SYSTEMDDIR  ?= $(PREFIX)/lib/systemd/system
 STRIP   ?= strip
+LIBEXECDIR  ?= $(PREFIX)/libexec/ferry
+CONTAINERSCONFDIR ?= /etc/containers/containers.conf.d
+# podman's default helper_binaries_dir on Linux (containers/common): the
+# drop-in must list them again, a TOML array replaces the default whole
+PODMAN_HELPER_DIRS := "$$BINDIR/../libexec/podman", "/usr/local/libexec/podman", \
+	"/usr/local/lib/podman", "/usr/libexec/podman", "/usr/lib/podman"
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-missing-field-initializers
@@ -47,7 +58,7 @@ SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
 UNIT_SRCS += test/fuzz/fuzz_lib.c test/fuzz/tcp_prog.c
 
-.PHONY: all clean check unit integration install install-debug uninstall run bench tools fuzz lint valgrind
+.PHONY: all clean check unit integration install install-debug install-podman install-links uninstall run bench tools fuzz lint valgrind
 
 all: ferry
 
@@ -100,8 +111,26 @@ install-debug: ferry
 	install -Dm644 LICENSE $(DESTDIR)$(DOCDIR)/LICENSE
 	install -Dm644 NEWS.md $(DESTDIR)$(DOCDIR)/NEWS.md
 
+install-podman: install
+	@mkdir -p $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(CONTAINERSCONFDIR)
+	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/pasta
+	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/passt
+	printf '%s\n' '# ferry as podman'"'"'s pasta: installed by ferry'"'"'s make install-podman' \
+		'[engine]' \
+		'helper_binaries_dir = ["$(LIBEXECDIR)", $(PODMAN_HELPER_DIRS)]' \
+		> $(DESTDIR)$(CONTAINERSCONFDIR)/50-ferry.conf
+
+install-links: install
+	ln -sf ferry $(DESTDIR)$(BINDIR)/pasta
+	ln -sf ferry $(DESTDIR)$(BINDIR)/passt
+
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rm -f $(DESTDIR)$(LIBEXECDIR)/pasta $(DESTDIR)$(LIBEXECDIR)/passt \
+	      $(DESTDIR)$(CONTAINERSCONFDIR)/50-ferry.conf
+	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
+	for l in pasta passt; do [ "$$(readlink $(DESTDIR)$(BINDIR)/$$l)" != ferry ] || \
+		rm -f $(DESTDIR)$(BINDIR)/$$l; done
 	rm -f $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,pasta passt pasta.ferry passt.ferry)
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 

@@ -6,6 +6,7 @@ from git archive (no .git) builds and reports the VERSION file's version.
 import os
 import shutil
 import subprocess
+import tempfile
 
 from conftest import ROOT
 
@@ -55,6 +56,45 @@ def test_install_uninstall_round_trip(tmp_path):
     left = [str(p.relative_to(dest)) for p in dest.rglob("*")
             if not p.is_dir()]
     assert left == [], f"make uninstall left {left}"
+
+
+def test_install_podman_drop_in_read_by_podman(tmp_path):
+    """make install-podman: the pasta link in ferry's libexec directory and a
+    containers.conf drop-in that podman itself reads (CONTAINERS_CONF: that
+    file alone), with ferry's directory first and podman's own helpers
+    (netavark) still found; the same file with only ferry's directory
+    makes podman fail to find netavark, so the check can fail."""
+    assert shutil.which("podman"), "needs podman (apt-get install podman)"
+    dest = tmp_path / "dest"
+    make("install-podman", f"DESTDIR={dest}", f"PREFIX={PREFIX}")
+    link = dest / PREFIX.lstrip("/") / "libexec/ferry/pasta"
+    assert os.readlink(link) == f"{PREFIX}/bin/ferry"
+    conf = dest / "etc/containers/containers.conf.d/50-ferry.conf"
+    text = conf.read_text()
+    assert f'helper_binaries_dir = ["{PREFIX}/libexec/ferry", ' in text, text
+
+    state = tempfile.mkdtemp(prefix="ferry-pi")	# podman: runroot <= 50
+    os.chmod(state, 0o700)
+
+    def backend(path):
+        env = dict(os.environ, CONTAINERS_CONF=str(path),
+                   XDG_RUNTIME_DIR=state)
+        return subprocess.run(["podman", "--root", f"{state}/root",
+                               "--runroot", f"{state}/run",
+                               "--storage-driver", "vfs", "info", "--format",
+                               "{{.Host.NetworkBackend}}"], env=env,
+                              capture_output=True, text=True, timeout=120)
+    try:
+        r = backend(conf)
+        assert r.returncode == 0 and r.stdout.strip() == "netavark", r
+        only = tmp_path / "only-ferry.conf"
+        only.write_text(f'[engine]\nhelper_binaries_dir = ["{PREFIX}/libexec/ferry"]\n')
+        r = backend(only)
+        assert r.returncode != 0 and "netavark" in r.stderr, r
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    make("uninstall", f"DESTDIR={dest}", f"PREFIX={PREFIX}")
+    assert not conf.exists() and not os.path.lexists(link)
 
 
 def test_install_debug_keeps_debug_info(tmp_path):
