@@ -15,7 +15,20 @@ FERRY=${FERRY_BIN:-$PWD/ferry}
 
 if [ -t 0 ] && [ -t 1 ] && [ "${FERRY_DEMO:-}" != script ]; then
 	echo "ferry: ${SHELL:-/bin/sh} in a new network namespace; 'exit' leaves"
-	exec "$FERRY" ns --config-net
+	# ferry exits with the shell's status, which is the user's last
+	# command's: not a failure of ferry or of make. Only a ferry that
+	# never started the shell (the marker is not there) failed.
+	mark=$(mktemp -u "${TMPDIR:-/tmp}/ferry-run.XXXXXX")
+	rc=0
+	"$FERRY" ns --config-net -- sh -c ': > "$1"; exec "$2"' sh "$mark" \
+		"${SHELL:-/bin/sh}" || rc=$?
+	if [ -e "$mark" ]; then
+		rm -f "$mark"
+		[ "$rc" = 0 ] || echo "ferry: the shell exited with status $rc" \
+			"(its last command's); ferry ran fine"
+		exit 0
+	fi
+	exit "$rc"
 fi
 
 if [ "${FERRY_SANDBOX:-}" != 1 ]; then
