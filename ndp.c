@@ -47,6 +47,7 @@
 #include "ndp.h"
 #include "pkt.h"
 #include "util.h"
+#include "wire.h"
 
 #define NDP_RS		133
 #define NDP_RA		134
@@ -65,6 +66,8 @@
 #define NA_SOLICITED	0x40
 #define NA_OVERRIDE	0x20
 
+#define PFX_ONLINK	0x80		/* prefix information flags */
+#define PFX_AUTO	0x40
 #define RA_MANAGED	0x80
 #define RA_OTHER	0x40
 #define RA_HOPLIMIT	64
@@ -92,8 +95,8 @@ void ndp_router_ll(const struct ctx *c, struct in6_addr *a)
 /* mcast_mac() - Ethernet group address for IPv6 multicast a (RFC 2464). */
 static void mcast_mac(const struct in6_addr *a, uint8_t mac[6])
 {
-	mac[0] = mac[1] = 0x33;
-	memcpy(mac + 2, a->s6_addr + 12, 4);
+	mac[0] = mac[1] = 0x33;			/* wire: an address's bytes */
+	memcpy(mac + 2, a->s6_addr + 12, 4);	/* wire: an address's bytes */
 }
 
 /* all_nodes() - ff02::1, the all-nodes multicast address. */
@@ -118,10 +121,10 @@ static bool ndp_opts_ok(const uint8_t *o, size_t len, bool *has_slla)
 
 		if (len - i < 2)
 			return false;
-		olen = (size_t)o[i + 1] * 8;
+		olen = (size_t)o[i + NDOPT_OFF_LEN] * NDOPT_UNIT;
 		if (!olen || olen > len - i)
 			return false;
-		if (o[i] == OPT_SLLA)
+		if (o[i + NDOPT_OFF_TYPE] == OPT_SLLA)
 			*has_slla = true;
 		i += olen;
 	}
@@ -148,7 +151,7 @@ static enum drop_reason send_to(struct ctx *c, const struct in6_addr *src,
 /* ra_dns() - RDNSS option at b (room for it assumed); returns length. */
 static size_t ra_dns(const struct conf *cf, uint8_t *b)
 {
-	size_t n = 8;
+	size_t n = NDOPT_OFF_LIST;
 	int i;
 
 	for (i = 0; i < cf->ip6.dns_count && i < CONF_MAX_DNS; i++) {
@@ -157,31 +160,30 @@ static size_t ra_dns(const struct conf *cf, uint8_t *b)
 		memcpy(b + n, &cf->ip6.dns[i], 16);
 		n += 16;
 	}
-	if (n == 8)
+	if (n == NDOPT_OFF_LIST)
 		return 0;
-	b[0] = OPT_RDNSS;
-	b[1] = (uint8_t)(n / 8);
-	wr16(b + 2, 0);
-	wr32(b + 4, NDP_INFINITE);
+	ndopt_put(b, OPT_RDNSS, n);
+	wr16(b + NDOPT_OFF_RESERVED, 0);
+	wr32(b + NDOPT_OFF_LIFETIME, NDP_INFINITE);
 	return n;
 }
 
 /* ra_search() - DNSSL option at b, at most room bytes; returns length. */
 static size_t ra_search(const struct conf *cf, uint8_t *b, size_t room)
 {
-	size_t n;
+	size_t n, names;
+	uint8_t *list = b + NDOPT_OFF_LIST;
 
-	size_t names;
-
-	room = MIN(room, 255u * 8);
-	if (room < 16 || !(names = dns_names_put(b + 8, room - 8 - 7, cf)))
+	room = MIN(room, 255u * NDOPT_UNIT);
+	if (room < 2 * NDOPT_UNIT ||
+	    !(names = dns_names_put(list, room - NDOPT_OFF_LIST -
+					  (NDOPT_UNIT - 1), cf)))
 		return 0;
-	n = ROUND_UP(8 + names, 8);
-	memset(b + 8 + names, 0, n - 8 - names);	/* padding */
-	b[0] = OPT_DNSSL;
-	b[1] = (uint8_t)(n / 8);
-	wr16(b + 2, 0);
-	wr32(b + 4, NDP_INFINITE);
+	n = ROUND_UP(NDOPT_OFF_LIST + names, NDOPT_UNIT);
+	memset(list + names, 0, n - NDOPT_OFF_LIST - names);	/* padding */
+	ndopt_put(b, OPT_DNSSL, n);
+	wr16(b + NDOPT_OFF_RESERVED, 0);
+	wr32(b + NDOPT_OFF_LIFETIME, NDP_INFINITE);
 	return n;
 }
 
@@ -190,33 +192,32 @@ static size_t ra_search(const struct conf *cf, uint8_t *b, size_t room)
 static size_t ra_build(const struct ctx *c, uint8_t *b)
 {
 	const struct conf *cf = &c->conf;
-	size_t n = 16;
+	size_t n = NDP_RA_LEN;
+	uint8_t *o;
 
 	memset(b, 0, RA_BUF);
-	b[0] = NDP_RA;
-	b[4] = RA_HOPLIMIT;
-	b[5] = cf->no_dhcpv6 ? 0 : RA_MANAGED | RA_OTHER;
-	wr16(b + 6, RA_LIFETIME);
+	b[ICMP_OFF_TYPE] = NDP_RA;
+	b[NDP_OFF_RA_HOPLIMIT] = RA_HOPLIMIT;
+	b[NDP_OFF_RA_FLAGS] = cf->no_dhcpv6 ? 0 : RA_MANAGED | RA_OTHER;
+	wr16(b + NDP_OFF_RA_LIFETIME, RA_LIFETIME);
 	/* reachable time, retrans timer: 0, unspecified */
-	b[n] = OPT_SLLA;
-	b[n + 1] = 1;
-	memcpy(b + n + 2, cf->our_mac, 6);
-	n += 8;
+	ndopt_put(b + n, OPT_SLLA, NDOPT_UNIT);
+	memcpy(b + n + NDOPT_OFF_LLADDR, cf->our_mac, 6);
+	n += NDOPT_UNIT;
 	if (cf->mtu >= 1280) {
-		b[n] = OPT_MTU;
-		b[n + 1] = 1;
-		wr32(b + n + 4, cf->mtu);
-		n += 8;
+		ndopt_put(b + n, OPT_MTU, NDOPT_UNIT);
+		wr32(b + n + NDOPT_OFF_MTU, cf->mtu);
+		n += NDOPT_UNIT;
 	}
 	if (!in6_is_unspec(&cf->ip6.addr)) {
-		b[n] = OPT_PREFIX;
-		b[n + 1] = 4;
-		b[n + 2] = 64;
-		b[n + 3] = 0xc0;		/* on-link, autonomous */
-		wr32(b + n + 4, NDP_INFINITE);	/* valid */
-		wr32(b + n + 8, NDP_INFINITE);	/* preferred */
-		memcpy(b + n + 16, &cf->ip6.addr, 8);
-		n += 32;
+		o = b + n;
+		ndopt_put(o, OPT_PREFIX, NDOPT_PFX_LEN);
+		o[NDOPT_OFF_PFX_LEN] = 64;
+		o[NDOPT_OFF_PFX_FLAGS] = PFX_ONLINK | PFX_AUTO;
+		wr32(o + NDOPT_OFF_PFX_VALID, NDP_INFINITE);
+		wr32(o + NDOPT_OFF_PFX_PREF, NDP_INFINITE);
+		memcpy(o + NDOPT_OFF_PFX, &cf->ip6.addr, 8);
+		n += NDOPT_PFX_LEN;
 	}
 	if (!cf->no_dhcp_dns)
 		n += ra_dns(cf, b + n);
@@ -261,9 +262,9 @@ static enum drop_reason ndp_ns(struct ctx *c, const struct pkt *p,
 {
 	bool dad = in6_is_unspec(&p->src6);
 	struct in6_addr t, ll, dst;
-	uint8_t na[32];
+	uint8_t na[NDP_NS_LEN + NDOPT_UNIT];
 
-	memcpy(&t, p->l4 + 8, 16);
+	memcpy(&t, p->l4 + NDP_OFF_TARGET, 16);
 	if (in6_is_mcast(&t))
 		return DROP_NDP_MALFORMED;
 	if (dad && (has_slla || !is_solicited_node(&p->dst6, &t)))
@@ -278,12 +279,12 @@ static enum drop_reason ndp_ns(struct ctx *c, const struct pkt *p,
 		return DROP_NDP_IGNORED;	/* the guest's tentative address */
 
 	memset(na, 0, sizeof(na));
-	na[0] = NDP_NA;
-	na[4] = NA_ROUTER | NA_OVERRIDE | (dad ? 0 : NA_SOLICITED);
-	memcpy(na + 8, &t, 16);
-	na[24] = OPT_TLLA;
-	na[25] = 1;
-	memcpy(na + 26, c->conf.our_mac, 6);
+	na[ICMP_OFF_TYPE] = NDP_NA;
+	na[NDP_OFF_NA_FLAGS] = NA_ROUTER | NA_OVERRIDE |
+			       (dad ? 0 : NA_SOLICITED);
+	memcpy(na + NDP_OFF_TARGET, &t, 16);
+	ndopt_put(na + NDP_NS_LEN, OPT_TLLA, NDOPT_UNIT);
+	memcpy(na + NDP_NS_LEN + NDOPT_OFF_LLADDR, c->conf.our_mac, 6);
 	if (dad)
 		all_nodes(&dst);
 	else
@@ -320,17 +321,17 @@ enum drop_reason ndp_input(struct ctx *c, const struct pkt *p)
 		return DROP_NDP_MALFORMED;
 	switch (p->icmp.type) {
 	case NDP_RS:
-		fixed = 8;
+		fixed = NDP_RS_LEN;
 		break;
 	case NDP_RA:
-		fixed = 16;
+		fixed = NDP_RA_LEN;
 		break;
 	case NDP_NS:
 	case NDP_NA:
-		fixed = 24;
+		fixed = NDP_NS_LEN;
 		break;
 	default:			/* redirect */
-		fixed = 40;
+		fixed = NDP_REDIRECT_LEN;
 		break;
 	}
 	if (p->l4len < fixed ||

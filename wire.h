@@ -179,6 +179,7 @@ enum {
 	NDP_OFF_RA_REACHABLE	= 8,
 	NDP_OFF_RA_RETRANS	= 12,
 	NDP_RA_LEN		= 16,
+	NDP_REDIRECT_LEN	= 40,	/* target and destination after it */
 };
 enum {
 	NDOPT_OFF_TYPE		= 0,
@@ -191,9 +192,18 @@ enum {
 	NDOPT_OFF_PFX_PREF	= 8,
 	NDOPT_OFF_PFX		= 16,
 	NDOPT_PFX_LEN		= 32,
-	NDOPT_OFF_LIFETIME	= 4,	/* RDNSS, DNSSL (RFC 8106) */
+	NDOPT_OFF_RESERVED	= 2,	/* RDNSS, DNSSL (RFC 8106) */
+	NDOPT_OFF_LIFETIME	= 4,
 	NDOPT_OFF_LIST		= 8,	/* their addresses or names */
 	NDOPT_UNIT		= 8,	/* the length field's unit */
 };
+
+/* ndopt_put() - the start of an NDP option at o: type, and its length
+ * len in bytes (a multiple of NDOPT_UNIT). */
+static inline void ndopt_put(uint8_t *o, uint8_t type, size_t len)
+{
+	o[NDOPT_OFF_TYPE] = type;
+	o[NDOPT_OFF_LEN] = (uint8_t)(len / NDOPT_UNIT);
+}
 
 #endif /* FERRY_WIRE_H */
