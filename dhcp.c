@@ -80,6 +80,17 @@ enum {
 #define F_CHADDR	28
 #define FLAG_BROADCAST	0x8000
 
+/* Options (RFC 2132 2): code, length, value; the Client FQDN value
+ * (RFC 4702 2): flags, two RCODEs, the name. */
+#define DOPT_OFF_LEN	1
+#define DOPT_HLEN	2
+#define FQDN_OFF_FLAGS	0
+#define FQDN_OFF_RCODE1	1
+#define FQDN_OFF_RCODE2	2
+#define FQDN_OFF_NAME	3
+#define FQDN_F_E	0x04		/* the name in wire format */
+#define FQDN_F_N	0x08		/* the server updates no records */
+
 /* A parsed request: pointers into the validated UDP payload. */
 struct dhcp_req {
 	const uint8_t *b;
@@ -161,7 +172,7 @@ static void opt_take(struct dhcp_req *r, uint8_t code, const uint8_t *v,
 {
 	switch (code) {
 	case OPT_MSGTYPE:
-		r->type = v[0];
+		r->type = *v;
 		break;
 	case OPT_REQ_IP:
 		r->has_reqip = true;
@@ -224,13 +235,13 @@ static enum drop_reason dhcp_parse(const uint8_t *b, size_t len,
 		}
 		if (code == OPT_END)
 			break;
-		if (len - i < 2)
+		if (len - i < DOPT_HLEN)
 			return DROP_DHCP_MALFORMED;
-		olen = b[i + 1];
-		if (olen > len - i - 2 || !opt_len_ok(code, olen))
+		olen = b[i + DOPT_OFF_LEN];
+		if (olen > len - i - DOPT_HLEN || !opt_len_ok(code, olen))
 			return DROP_DHCP_MALFORMED;
-		opt_take(r, code, b + i + 2, olen);
-		i += 2 + (size_t)olen;
+		opt_take(r, code, b + i + DOPT_HLEN, olen);
+		i += DOPT_HLEN + (size_t)olen;
 	}
 	return DROP_NONE;
 }
@@ -310,31 +321,44 @@ static bool gw_on_link(const struct conf_ip4 *ip4)
 	return (a & mask) == (g & mask) && a != g;
 }
 
+/* route_put() - one classless static route (RFC 3442: the prefix
+ * width, the destination's significant octets, the router) at e, for
+ * width 32 or 0; returns the byte after it. */
+static uint8_t *route_put(uint8_t *e, uint8_t width, struct in_addr dst,
+			  struct in_addr router)
+{
+	size_t octets = width / 8;
+
+	*e = width;
+	memcpy(e + sizeof(width), &dst, octets);
+	memcpy(e + sizeof(width) + octets, &router, sizeof(router));
+	return e + sizeof(width) + octets + sizeof(router);
+}
+
 /* put_routes() - option 121: host route to the gateway, then default. */
 static void put_routes(struct dhcp_out *o, struct in_addr gw)
 {
-	uint8_t v[14];
+	struct in_addr on_link = { 0 }, any = { 0 };
+	uint8_t v[2 * (1 + 4 + 4)], *e;
 
-	v[0] = 32;
-	memcpy(v + 1, &gw, 4);
-	memset(v + 5, 0, 4);		/* on-link */
-	v[9] = 0;
-	memcpy(v + 10, &gw, 4);
-	opt_put(o, OPT_ROUTES, v, sizeof(v));
+	e = route_put(v, 32, gw, on_link);
+	e = route_put(e, 0, any, gw);
+	opt_put(o, OPT_ROUTES, v, (size_t)(e - v));
 }
 
 /* put_fqdn() - option 81 (RFC 4702): flags N|E (we update no DNS
  * records, name in wire format), RCODEs 255, then the name. */
 static void put_fqdn(struct dhcp_out *o, const char *fqdn)
 {
-	uint8_t v[3 + 256];
-	size_t n = dns_name_put(v + 3, sizeof(v) - 3, fqdn);
+	uint8_t v[FQDN_OFF_NAME + 256];
+	size_t n = dns_name_put(v + FQDN_OFF_NAME, sizeof(v) - FQDN_OFF_NAME,
+				fqdn);
 
 	if (!n)
 		return;
-	v[0] = 0x08 | 0x04;
-	v[1] = v[2] = 255;
-	opt_put(o, OPT_FQDN, v, 3 + n);
+	v[FQDN_OFF_FLAGS] = FQDN_F_N | FQDN_F_E;
+	v[FQDN_OFF_RCODE1] = v[FQDN_OFF_RCODE2] = 255;
+	opt_put(o, OPT_FQDN, v, FQDN_OFF_NAME + n);
 }
 
 /* put_dns() - option 6 with the configured IPv4 nameservers. */
@@ -524,6 +548,7 @@ static enum drop_reason reply_send(struct ctx *c, const struct dhcp_req *r,
 static enum drop_reason dhcp_answer(struct ctx *c, const struct dhcp_req *r,
 				    uint8_t t)
 {
+	const uint8_t *ch = r->b + F_CHADDR;
 	struct in_addr yiaddr = { 0 };
 	struct dhcp_out o;
 
@@ -539,8 +564,7 @@ static enum drop_reason dhcp_answer(struct ctx *c, const struct dhcp_req *r,
 	}
 	debug("DHCP: %s to %02x:%02x:%02x:%02x:%02x:%02x",
 	      t == DHCPOFFER ? "OFFER" : t == DHCPACK ? "ACK" : "NAK",
-	      r->b[F_CHADDR], r->b[F_CHADDR + 1], r->b[F_CHADDR + 2],
-	      r->b[F_CHADDR + 3], r->b[F_CHADDR + 4], r->b[F_CHADDR + 5]);
+	      ch[0], ch[1], ch[2], ch[3], ch[4], ch[5]);	/* wire: MAC */
 	return reply_send(c, r, &o, t);
 }
 

@@ -59,6 +59,35 @@ enum {
 	ST_SUCCESS = 0, ST_NOADDRS = 2, ST_NOTONLINK = 4, ST_NOPREFIX = 6,
 };
 
+/* Message and option layout (RFC 8415 8, 21): the offsets d6_parse()
+ * reads and the reply builders write. */
+enum {
+	D6_OFF_TYPE		= 0,	/* message: type, transaction id */
+	D6_OFF_XID		= 1,
+	D6_HLEN			= 4,
+	D6OPT_OFF_CODE		= 0,	/* option: code, length, value */
+	D6OPT_OFF_LEN		= 2,
+	D6OPT_HLEN		= 4,
+	D6_IA_OFF_IAID		= 0,	/* IA_NA, IA_PD: IAID, T1, T2 */
+	D6_IA_OFF_T1		= 4,
+	D6_IA_OFF_T2		= 8,
+	D6_IA_LEN		= 12,	/* then the IA's own options */
+	D6_IA_TA_LEN		= 4,	/* IA_TA: IAID */
+	D6_IAADDR_OFF_PREF	= 16,	/* IA Address: address, lifetimes */
+	D6_IAADDR_OFF_VALID	= 20,
+	D6_IAADDR_LEN		= 24,
+	D6_IAPREFIX_LEN		= 25,	/* IA Prefix: lifetimes, length, prefix */
+	D6_STATUS_OFF_TEXT	= 2,	/* Status Code: code, message */
+	D6_DUID_OFF_HWTYPE	= 2,	/* DUID-LL: type, hardware type, address */
+	D6_DUID_OFF_LLADDR	= 4,
+	D6_DUID_LL_LEN		= 10,
+	D6_FQDN_OFF_FLAGS	= 0,	/* Client FQDN: flags, name */
+	D6_FQDN_OFF_NAME	= 1,
+};
+#define D6_FQDN_N	0x04		/* FQDN flag: the server updates nothing */
+#define D6_DUID_LL	3
+#define D6_HWTYPE_ETH	1
+
 #define D6_PORT_CLIENT	546
 #define D6_PORT_SERVER	547
 #define D6_IA_MAX	8		/* IA_NAs looked at per message */
@@ -93,17 +122,28 @@ struct d6_out {
 static int opt_next(const uint8_t *b, size_t len, size_t *off,
 		    uint16_t *code, const uint8_t **v, uint16_t *vlen)
 {
+	const uint8_t *o = b + *off;
+
 	if (*off == len)
 		return 0;
-	if (len - *off < 4)
+	if (len - *off < D6OPT_HLEN)
 		return -1;
-	*code = rd16(b + *off);
-	*vlen = rd16(b + *off + 2);
-	if (*vlen > len - *off - 4)
+	*code = rd16(o + D6OPT_OFF_CODE);
+	*vlen = rd16(o + D6OPT_OFF_LEN);
+	if (*vlen > len - *off - D6OPT_HLEN)
 		return -1;
-	*v = b + *off + 4;
-	*off += 4 + (size_t)*vlen;
+	*v = o + D6OPT_HLEN;
+	*off += D6OPT_HLEN + (size_t)*vlen;
 	return 1;
+}
+
+static bool opts_ok(const uint8_t *b, size_t len);
+
+/* opts_after() - an option value v of vlen bytes holds its fixed part of
+ * fixed bytes, and the options after it fit (opts_ok()). */
+static bool opts_after(const uint8_t *v, uint16_t vlen, size_t fixed)
+{
+	return vlen >= fixed && opts_ok(v + fixed, vlen - fixed);
 }
 
 /* opts_ok() - every option in [b, b+len) fits; IA addresses and status
@@ -116,13 +156,12 @@ static bool opts_ok(const uint8_t *b, size_t len)
 	int r;
 
 	while ((r = opt_next(b, len, &off, &code, &v, &vlen)) > 0) {
-		if (code == OPT_STATUS && vlen < 2)
+		if (code == OPT_STATUS && vlen < D6_STATUS_OFF_TEXT)
 			return false;
-		if (code == OPT_IAADDR &&
-		    (vlen < 24 || !opts_ok(v + 24, vlen - 24u)))
+		if (code == OPT_IAADDR && !opts_after(v, vlen, D6_IAADDR_LEN))
 			return false;
 		if (code == OPT_IAPREFIX &&
-		    (vlen < 25 || !opts_ok(v + 25, vlen - 25u)))
+		    !opts_after(v, vlen, D6_IAPREFIX_LEN))
 			return false;
 	}
 	return r == 0;
@@ -147,7 +186,7 @@ static bool take_opt(struct d6_req *r, uint16_t code, const uint8_t *v,
 		}
 		return true;
 	case OPT_IA_NA:
-		if (vlen < 12 || !opts_ok(v + 12, vlen - 12u))
+		if (!opts_after(v, vlen, D6_IA_LEN))
 			return false;
 		r->has_ia = true;
 		if (r->n_ia < D6_IA_MAX) {
@@ -156,7 +195,7 @@ static bool take_opt(struct d6_req *r, uint16_t code, const uint8_t *v,
 		}
 		return true;
 	case OPT_IA_PD:
-		if (vlen < 12 || !opts_ok(v + 12, vlen - 12u))
+		if (!opts_after(v, vlen, D6_IA_LEN))
 			return false;
 		r->has_ia = true;
 		if (r->n_pd < D6_IA_MAX)
@@ -164,7 +203,7 @@ static bool take_opt(struct d6_req *r, uint16_t code, const uint8_t *v,
 		return true;
 	case OPT_IA_TA:
 		r->has_ia = true;
-		return vlen >= 4 && opts_ok(v + 4, vlen - 4u);
+		return opts_after(v, vlen, D6_IA_TA_LEN);
 	case OPT_ORO:
 		if (vlen % 2)
 			return false;
@@ -191,18 +230,27 @@ static enum drop_reason d6_parse(const uint8_t *b, size_t len,
 {
 	const uint8_t *v;
 	uint16_t code, vlen;
-	size_t off = 4;
+	size_t off = D6_HLEN;
 	int n;
 
 	memset(r, 0, sizeof(*r));
-	if (len < 4)
+	if (len < D6_HLEN)
 		return DROP_DHCP6_MALFORMED;
-	r->type = b[0];
-	r->xid = b + 1;
+	r->type = b[D6_OFF_TYPE];
+	r->xid = b + D6_OFF_XID;
 	while ((n = opt_next(b, len, &off, &code, &v, &vlen)) > 0)
 		if (!take_opt(r, code, v, vlen))
 			return DROP_DHCP6_MALFORMED;
 	return n ? DROP_DHCP6_MALFORMED : DROP_NONE;
+}
+
+/* opt_put() - an option's code and value length vlen at p; returns
+ * where its value goes. */
+static uint8_t *opt_put(uint8_t *p, uint16_t code, size_t vlen)
+{
+	wr16(p + D6OPT_OFF_CODE, code);
+	wr16(p + D6OPT_OFF_LEN, (uint16_t)vlen);
+	return p + D6OPT_HLEN;
 }
 
 /* out_opt() - start option code with vlen value bytes (copied from v
@@ -212,17 +260,15 @@ static uint8_t *out_opt(struct d6_out *o, uint16_t code, const void *v,
 {
 	uint8_t *p;
 
-	if (o->full || vlen > 0xffff || o->len + 4 + vlen > o->max) {
+	if (o->full || vlen > 0xffff || o->len + D6OPT_HLEN + vlen > o->max) {
 		o->full = true;
 		return NULL;
 	}
-	p = o->b + o->len;
-	wr16(p, code);
-	wr16(p + 2, (uint16_t)vlen);
+	p = opt_put(o->b + o->len, code, vlen);
 	if (v && vlen)
-		memcpy(p + 4, v, vlen);
-	o->len += 4 + vlen;
-	return p + 4;
+		memcpy(p, v, vlen);
+	o->len += D6OPT_HLEN + vlen;
+	return p;
 }
 
 /* status_put() - Status Code option value (code, text) at p, unless p
@@ -239,9 +285,9 @@ static size_t status_put(uint8_t *p, uint16_t st)
 
 	if (p) {
 		wr16(p, st);
-		memcpy(p + 2, text[st], n);
+		memcpy(p + D6_STATUS_OFF_TEXT, text[st], n);
 	}
-	return 2 + n;
+	return D6_STATUS_OFF_TEXT + n;
 }
 
 /* out_status() - a top-level Status Code option st (if it fits). */
@@ -254,11 +300,11 @@ static void out_status(struct d6_out *o, uint16_t st)
 }
 
 /* server_duid() - DUID-LL (type 3, hardware type 1, our MAC). */
-static void server_duid(const struct ctx *c, uint8_t duid[10])
+static void server_duid(const struct ctx *c, uint8_t duid[D6_DUID_LL_LEN])
 {
-	wr16(duid, 3);
-	wr16(duid + 2, 1);
-	memcpy(duid + 4, c->conf.our_mac, 6);
+	wr16(duid, D6_DUID_LL);
+	wr16(duid + D6_DUID_OFF_HWTYPE, D6_HWTYPE_ETH);
+	memcpy(duid + D6_DUID_OFF_LLADDR, c->conf.our_mac, 6);
 }
 
 /* is_ours() - is the address at v (unaligned) our one address? */
@@ -271,25 +317,36 @@ static bool is_ours(const struct ctx *c, const uint8_t *v)
 static void ia_addr_put(uint8_t *p, const struct in6_addr *a, uint32_t life)
 {
 	memcpy(p, a, 16);
-	wr32(p + 16, life);
-	wr32(p + 20, life);
+	wr32(p + D6_IAADDR_OFF_PREF, life);
+	wr32(p + D6_IAADDR_OFF_VALID, life);
 }
 
 /* ia_size() - value size of our IA_NA answering client IA ia. */
 static size_t ia_size(const struct ctx *c, const uint8_t *ia, uint16_t len,
 		      bool first)
 {
-	size_t n = 12, off = 12;
+	size_t n = D6_IA_LEN, off = D6_IA_LEN;
 	const uint8_t *v;
 	uint16_t code, vlen;
 
 	if (!first || in6_is_unspec(&c->conf.ip6.addr))
-		return n + 4 + status_put(NULL, ST_NOADDRS);
-	n += 4 + 24;
+		return n + D6OPT_HLEN + status_put(NULL, ST_NOADDRS);
+	n += D6OPT_HLEN + D6_IAADDR_LEN;
 	while (opt_next(ia, len, &off, &code, &v, &vlen) > 0)
 		if (code == OPT_IAADDR && !is_ours(c, v))
-			n += 4 + 24;
+			n += D6OPT_HLEN + D6_IAADDR_LEN;
 	return n;
+}
+
+/* ia_status_put() - the IA (IA_NA or IA_PD) value at p, its IAID
+ * written: T1 and T2 zero, then only a Status Code option st. */
+static void ia_status_put(uint8_t *p, uint16_t st)
+{
+	uint8_t *s = opt_put(p + D6_IA_LEN, OPT_STATUS, status_put(NULL, st));
+
+	wr32(p + D6_IA_OFF_T1, 0);
+	wr32(p + D6_IA_OFF_T2, 0);
+	status_put(s, st);
 }
 
 /* out_ia() - our IA_NA for client IA ia: the address for the first IA,
@@ -298,35 +355,30 @@ static void out_ia(const struct ctx *c, struct d6_out *o, const uint8_t *ia,
 		   uint16_t len, bool first)
 {
 	uint8_t *p = out_opt(o, OPT_IA_NA, NULL, ia_size(c, ia, len, first));
-	size_t off = 12, n = 12;
+	size_t off = D6_IA_LEN, n = D6_IA_LEN;
 	struct in6_addr old;
 	const uint8_t *v;
 	uint16_t code, vlen;
 
 	if (!p)
 		return;
-	memcpy(p, ia, 4);			/* IAID */
+	memcpy(p + D6_IA_OFF_IAID, ia + D6_IA_OFF_IAID, 4);
 	if (!first || in6_is_unspec(&c->conf.ip6.addr)) {
-		wr32(p + 4, 0);
-		wr32(p + 8, 0);
-		wr16(p + n, OPT_STATUS);
-		wr16(p + n + 2, (uint16_t)status_put(p + n + 4, ST_NOADDRS));
+		ia_status_put(p, ST_NOADDRS);
 		return;
 	}
-	wr32(p + 4, D6_INFINITE);		/* T1 */
-	wr32(p + 8, D6_INFINITE);		/* T2 */
-	wr16(p + n, OPT_IAADDR);
-	wr16(p + n + 2, 24);
-	ia_addr_put(p + n + 4, &c->conf.ip6.addr, D6_INFINITE);
-	n += 28;
+	wr32(p + D6_IA_OFF_T1, D6_INFINITE);
+	wr32(p + D6_IA_OFF_T2, D6_INFINITE);
+	ia_addr_put(opt_put(p + n, OPT_IAADDR, D6_IAADDR_LEN),
+		    &c->conf.ip6.addr, D6_INFINITE);
+	n += D6OPT_HLEN + D6_IAADDR_LEN;
 	while (opt_next(ia, len, &off, &code, &v, &vlen) > 0) {
 		if (code != OPT_IAADDR || is_ours(c, v))
 			continue;
-		wr16(p + n, OPT_IAADDR);
-		wr16(p + n + 2, 24);
 		memcpy(&old, v, 16);
-		ia_addr_put(p + n + 4, &old, 0);
-		n += 28;
+		ia_addr_put(opt_put(p + n, OPT_IAADDR, D6_IAADDR_LEN), &old,
+			    0);
+		n += D6OPT_HLEN + D6_IAADDR_LEN;
 	}
 }
 
@@ -334,16 +386,12 @@ static void out_ia(const struct ctx *c, struct d6_out *o, const uint8_t *ia,
 static void out_pd_none(struct d6_out *o, const uint8_t *pd)
 {
 	size_t st = status_put(NULL, ST_NOPREFIX);
-	uint8_t *p = out_opt(o, OPT_IA_PD, NULL, 12 + 4 + st);
+	uint8_t *p = out_opt(o, OPT_IA_PD, NULL, D6_IA_LEN + D6OPT_HLEN + st);
 
 	if (!p)
 		return;
-	memcpy(p, pd, 4);			/* IAID */
-	wr32(p + 4, 0);
-	wr32(p + 8, 0);
-	wr16(p + 12, OPT_STATUS);
-	wr16(p + 14, (uint16_t)st);
-	status_put(p + 16, ST_NOPREFIX);
+	memcpy(p + D6_IA_OFF_IAID, pd + D6_IA_OFF_IAID, 4);
+	ia_status_put(p, ST_NOPREFIX);
 }
 
 /* oro_has() - did the client request option code? */
@@ -377,9 +425,10 @@ static void out_config(const struct ctx *c, const struct d6_req *r,
 	if (!cf->no_dhcp_search && (n = dns_names_put(v, sizeof(v), cf)))
 		out_opt(o, OPT_DOMAINS, v, n);
 	if (cf->fqdn[0] && (r->has_fqdn || oro_has(r, OPT_FQDN))) {
-		v[0] = 0x04;			/* N: we update no records */
-		if ((n = dns_name_put(v + 1, sizeof(v) - 1, cf->fqdn)))
-			out_opt(o, OPT_FQDN, v, n + 1);
+		v[D6_FQDN_OFF_FLAGS] = D6_FQDN_N;
+		if ((n = dns_name_put(v + D6_FQDN_OFF_NAME,
+				      sizeof(v) - D6_FQDN_OFF_NAME, cf->fqdn)))
+			out_opt(o, OPT_FQDN, v, D6_FQDN_OFF_NAME + n);
 	}
 }
 
@@ -400,7 +449,7 @@ static const char *d6_name(uint8_t type)
 /* server_id_ok() - the message names us as its server. */
 static bool server_id_ok(const struct ctx *c, const struct d6_req *r)
 {
-	uint8_t duid[10];
+	uint8_t duid[D6_DUID_LL_LEN];
 
 	server_duid(c, duid);
 	return r->server_id && r->server_id_len == sizeof(duid) &&
@@ -460,15 +509,15 @@ static enum drop_reason d6_reply(struct ctx *c, const struct pkt *p,
 				 bool ias, bool config)
 {
 	struct d6_out o;
-	uint8_t duid[10], l4[UDP_HLEN + D6_BUF];
+	uint8_t duid[D6_DUID_LL_LEN], l4[UDP_HLEN + D6_BUF];
 	struct in6_addr src;
 	unsigned int i;
 
-	o.len = 4;
+	o.len = D6_HLEN;
 	o.max = MIN(sizeof(o.b), d6_max(c));
 	o.full = false;
-	o.b[0] = type;
-	memcpy(o.b + 1, r->xid, 3);
+	o.b[D6_OFF_TYPE] = type;
+	memcpy(o.b + D6_OFF_XID, r->xid, D6_HLEN - D6_OFF_XID);
 	server_duid(c, duid);
 	out_opt(&o, OPT_SERVERID, duid, sizeof(duid));
 	if (r->client_id)

@@ -36,7 +36,7 @@ PROTO_FILES = [
 
 # Places allowed per file until it is converted (the ratchet). Before
 # the views (ed518fd): 213 places in 10 of these files.
-BOUND = {"dhcp.c": 17, "dhcpv6.c": 36, "tcp_tx.c": 19, "tcp_ooo.c": 6}
+BOUND = {"tcp_tx.c": 19, "tcp_ooo.c": 6}
 
 MARKER = re.compile(r"/\*\s*wire:")
 BYTE_DECL = re.compile(
