@@ -60,7 +60,10 @@
 
 #include "tcp_ooo.h"
 #include "util.h"
+#include "wire.h"
 
+#define SACK_PAD	2	/* NOPs before the SACK option: its blocks
+				 * stay 4-byte aligned */
 #define BLK_MASK	(TCP_OOO_BLK - 1)
 #define BNUM_MASK	((uint32_t)(0xffffffffu >> TCP_OOO_BLK_SHIFT))
 #define RANGE_SZ	sizeof(struct tcp_ooo_range)
@@ -400,6 +403,7 @@ size_t tcp_ooo_sack(const struct tcp_ooo_pool *p,
 		    const struct tcp_conn *conn, seq_t ack, uint8_t *o)
 {
 	const struct tcp_ooo_q *q = q_of(p, conn);
+	uint8_t *sack = o + SACK_PAD, *blk;
 	uint32_t done = 0;
 	unsigned int i, nb = 0;
 
@@ -417,17 +421,18 @@ size_t tcp_ooo_sack(const struct tcp_ooo_pool *p,
 		if (r < 0 || (done & (1u << r)))
 			continue;
 		done |= 1u << r;
-		wr32(o + 4 + nb * 8, q->r[r].start.v);
-		wr32(o + 8 + nb * 8, q->r[r].end.v);
+		blk = sack + TCPOPT_SACK_HLEN + nb * TCPOPT_SACK_BLK;
+		wr32(blk, q->r[r].start.v);
+		wr32(blk + TCPOPT_SACK_RIGHT, q->r[r].end.v);
 		nb++;
 	}
 	if (!nb)
 		return 0;
-	o[0] = 1;		/* NOP, NOP: blocks stay 4-byte aligned */
-	o[1] = 1;
-	o[2] = 5;
-	o[3] = (uint8_t)(2 + nb * 8);
-	return 4 + nb * 8;
+	memset(o, TCPOPT_NOP, SACK_PAD);
+	sack[TCPOPT_OFF_KIND] = TCPOPT_SACK;
+	sack[TCPOPT_OFF_LEN] = (uint8_t)(TCPOPT_SACK_HLEN +
+					 nb * TCPOPT_SACK_BLK);
+	return SACK_PAD + TCPOPT_SACK_HLEN + nb * TCPOPT_SACK_BLK;
 }
 
 void tcp_ooo_release(struct tcp_ooo_pool *p, struct tcp_conn *conn)

@@ -97,6 +97,7 @@
 #include "tcp_conn.h"
 #include "tcp_ooo.h"
 #include "util.h"
+#include "wire.h"
 
 #define TCP_SEG_BATCH	128		/* segments per socket read */
 #define DISCARD_SIZE	(1u << 16)
@@ -173,18 +174,12 @@ static void tcp_hdr_fill(const struct flow *fl, struct tcp_conn *conn,
 
 	if (!(flags & TCP_F_SYN))
 		w >>= conn->ws_to_guest;
-	wr16(t, k->pb);
-	wr16(t + 2, k->pa);
-	wr32(t + 4, seq.v);
-	wr32(t + 8, (flags & TCP_F_ACK) ? conn->seq_from_guest.v : 0);
-	t[12] = (uint8_t)(((TCP_HLEN + optlen) / 4) << 4);
-	t[13] = flags;
-	wr16(t + 14, (uint16_t)MIN(w, 65535u));
+	tcp_hdr_put(t, k->pb, k->pa, seq.v,
+		    (flags & TCP_F_ACK) ? conn->seq_from_guest.v : 0,
+		    TCP_HLEN + optlen, flags, (uint16_t)MIN(w, 65535u));
 	if (flags & TCP_F_ACK)
 		tcp_ack_sent(conn, (flags & TCP_F_SYN) ? MIN(w, 65535u) :
 				   MIN(w, 65535u) << conn->ws_to_guest);
-	wr16(t + 16, 0);
-	wr16(t + 18, 0);
 }
 
 /* tcp_csum_fill() - TCP checksum over pseudo-header, header and payload
@@ -199,7 +194,7 @@ static void tcp_csum_fill(const struct flow *fl, uint8_t *t, size_t l4len)
 				l4len);
 	else
 		sum = csum_l4_6(&k->b.a6, &k->a.a6, IPPROTO_TCP, t, l4len);
-	wr16(t + 16, sum);
+	wr16(t + TCP_OFF_CSUM, sum);
 }
 
 /* tcp_syn_opts() - options of our SYN / SYN-ACK: MSS (what the guest may
@@ -212,21 +207,21 @@ static size_t tcp_syn_opts(const struct ctx *c, const struct flow *fl,
 	uint32_t mss = tcp_mss_from_guest(c, fl);
 	size_t n;
 
-	o[0] = 2;
-	o[1] = 4;
-	wr16(o + 2, (uint16_t)mss);
-	n = 4;
+	o[TCPOPT_OFF_KIND] = TCPOPT_MAXSEG;
+	o[TCPOPT_OFF_LEN] = TCPOLEN_MAXSEG;
+	wr16(o + TCPOPT_OFF_VAL, (uint16_t)mss);
+	n = TCPOLEN_MAXSEG;
 	if (conn->ws_to_guest || (conn->flags & TCP_C_FWD)) {
-		o[n++] = 1;		/* NOP */
-		o[n++] = 3;
-		o[n++] = 3;
+		o[n++] = TCPOPT_NOP;
+		o[n++] = TCPOPT_WINDOW;
+		o[n++] = TCPOLEN_WINDOW;
 		o[n++] = conn->ws_to_guest;
 	}
 	if (conn->state == TCP_CS_SYN_TO_GUEST || (conn->flags & TCP_C_SACK)) {
-		o[n++] = 1;		/* NOP, NOP, SACK-permitted */
-		o[n++] = 1;
-		o[n++] = 4;
-		o[n++] = 2;
+		o[n++] = TCPOPT_NOP;
+		o[n++] = TCPOPT_NOP;
+		o[n++] = TCPOPT_SACK_PERMITTED;
+		o[n++] = TCPOLEN_SACK_PERMITTED;
 	}
 	return n;
 }
@@ -294,15 +289,10 @@ static void tcp_send_probe(struct ctx *c, struct flow *fl)
 void tcp_reply(struct ctx *c, const struct pkt *p, uint32_t seq, uint32_t ack,
 	       uint8_t flags, uint16_t wnd)
 {
-	uint8_t h[TCP_HLEN] = { 0 };
+	uint8_t h[TCP_HLEN];
 
-	wr16(h, p->tcp.dport);
-	wr16(h + 2, p->tcp.sport);
-	wr32(h + 4, seq);
-	wr32(h + 8, ack);
-	h[12] = (TCP_HLEN / 4) << 4;
-	h[13] = flags;
-	wr16(h + 14, wnd);
+	tcp_hdr_put(h, p->tcp.dport, p->tcp.sport, seq, ack, TCP_HLEN, flags,
+		    wnd);
 	if (p->is_v6)
 		tap_send_ip6(c, &p->dst6, &p->src6, IPPROTO_TCP, h, TCP_HLEN);
 	else
@@ -616,7 +606,7 @@ static void tcp_csum_partial_fill(const struct flow *fl, uint8_t *t,
 	else
 		sum = csum_pseudo6(&k->b.a6, &k->a.a6, IPPROTO_TCP,
 				   (uint32_t)l4len);
-	wr16(t + 16, (uint16_t)~csum_fold(sum));
+	wr16(t + TCP_OFF_CSUM, (uint16_t)~csum_fold(sum));
 }
 
 /* tcp_tx_off() - offload state of fl's data frames into *o: GSO with the

@@ -152,6 +152,24 @@ static inline void tcp_doff_put(uint8_t *b, size_t hlen)
 	b[TCP_OFF_DOFF] = (uint8_t)((hlen / 4) << 4);
 }
 
+/* tcp_hdr_put() - the TCP header at t without options' bytes: ports,
+ * seq, ack, header length hlen (options included), flags, window field
+ * wnd, checksum and urgent pointer 0. */
+static inline void tcp_hdr_put(uint8_t *t, uint16_t sport, uint16_t dport,
+			       uint32_t seq, uint32_t ack, size_t hlen,
+			       uint8_t flags, uint16_t wnd)
+{
+	wr16(t + TCP_OFF_SPORT, sport);
+	wr16(t + TCP_OFF_DPORT, dport);
+	wr32(t + TCP_OFF_SEQ, seq);
+	wr32(t + TCP_OFF_ACK, ack);
+	tcp_doff_put(t, hlen);
+	t[TCP_OFF_FLAGS] = flags;
+	wr16(t + TCP_OFF_WND, wnd);
+	wr16(t + TCP_OFF_CSUM, 0);
+	wr16(t + TCP_OFF_URG, 0);
+}
+
 /* ICMP (RFC 792) and ICMPv6 (RFC 4443): the common start, echo's
  * identifier and sequence number, and the errors' extra fields. */
 enum {
