@@ -278,6 +278,20 @@ static bool h_sandbox(struct conf *c, struct pstate *ps, const struct opt *o,
 	return bad(ps, "'%s' is not a sandbox mode (off, on, strict)", arg);
 }
 
+/* h_linger() - --linger: seconds, 0..CONF_LINGER_MAX. */
+static bool h_linger(struct conf *c, struct pstate *ps, const struct opt *o,
+		     const char *arg)
+{
+	unsigned long v;
+
+	(void)o;
+	if (!parse_ulong(arg, CONF_LINGER_MAX, &v))
+		return bad(ps, "'%s' is not a valid time (0-%d seconds)",
+			   arg, CONF_LINGER_MAX);
+	c->linger_s = (unsigned int)v;
+	return true;
+}
+
 /* h_fd() - -F: a file descriptor number. */
 static bool h_fd(struct conf *c, struct pstate *ps, const struct opt *o,
 		 const char *arg)
@@ -842,6 +856,8 @@ static const struct opt opts[] = {
 	  "poll up to USEC before sleeping after traffic (default 50, 0: off)" },
 	{ "sandbox", 0, "off|on|strict", M_ALL, h_sandbox, 0, 0, 0,
 	  "confinement after set-up (default on; strict: all layers or exit)" },
+	{ "linger", 0, "SECONDS", M_ALL, h_linger, 0, 0, 0,
+	  "on exit, serve open flows up to SECONDS (default 30, 0: quit)" },
 	{ "fault", 0, "SPEC", M_ALL, h_fault, OFF(fault), 0, 0,
 	  "test builds: drop/dup/reorder=PERMILLE[,to:|from:...][,seed=N]" },
 };
@@ -860,6 +876,7 @@ static void conf_defaults(struct conf *c, enum mode mode)
 	c->log_size = 1024 * 1024;
 	c->busy_poll_us = BP_DEFAULT_US;
 	c->sandbox = SANDBOX_ON;
+	c->linger_s = CONF_LINGER_DEFAULT;
 	memcpy(c->our_mac, mac, 6);
 }
 

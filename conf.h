@@ -39,6 +39,8 @@ enum sandbox_mode { SANDBOX_ON = 0, SANDBOX_OFF, SANDBOX_STRICT };
 #define CONF_NAME_MAX	256
 #define CONF_MAX_ADDRS	16		/* host addresses copied, per family */
 #define CONF_MAX_ROUTES	64		/* host routes copied, per family */
+#define CONF_LINGER_DEFAULT	30	/* --linger: seconds (drain.c) */
+#define CONF_LINGER_MAX		86400
 
 /* What --config-net copies from the template interface besides the
  * guest's address and default route (hostconf.c fills it, ns.c applies
@@ -132,6 +134,8 @@ struct conf {
 	bool runas_set;
 	unsigned int busy_poll_us;	/* --busy-poll: poll before a sleep */
 	enum sandbox_mode sandbox;	/* --sandbox, default SANDBOX_ON */
+	unsigned int linger_s;		/* --linger: drain before exit, at
+					 * most this long (drain.c) */
 
 	/* Namespace mode */
 	bool config_net;		/* --config-net */

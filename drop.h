@@ -79,6 +79,7 @@
 	X(UDP_TUPLE_TAKEN,	"-u client's tuple taken by a guest flow") \
 	X(TCP_CHALLENGE,	"TCP RST or SYN not at RCV.NXT (challenge ACK)") \
 	X(TCP_ACK_UNSENT,	"TCP ACK of data never sent")		\
+	X(TCP_DRAINING,		"TCP SYN while draining before exit")	\
 	/* Offloads (virtio-net header of a tap with offloads) */	\
 	X(VNET_SHORT,		"frame shorter than its virtio-net header") \
 	X(VNET_GSO,		"GSO type unknown or not the frame's protocol") \

@@ -99,6 +99,9 @@ struct ctx {
 	pid_t child_pid;
 	struct priv priv;		/* giving up root (priv.c) */
 	bool quit;
+	bool draining;			/* serving open flows before exit,
+					 * until drain_due_ms (drain.c) */
+	int64_t drain_due_ms;
 	int exit_code;
 
 	struct flowtab flows;		/* all ICMP/UDP/TCP flows */

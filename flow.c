@@ -7,6 +7,9 @@
  * (timers, expiry) without scanning the whole table.
  */
 
+#include <stdio.h>
+#include <arpa/inet.h>
+
 #include "flow.h"
 #include "log.h"
 #include "util.h"
@@ -238,4 +241,23 @@ void inany_from_sa(const sockaddr_inany *sa, union inany *a, uint16_t *port)
 		inany_from6(a, &sa->v6.sin6_addr);
 		*port = ntohs(sa->v6.sin6_port);
 	}
+}
+
+/* inany_str() - a as text: dotted IPv4 for a v4-mapped one. */
+static void inany_str(const union inany *a, char *buf, size_t len)
+{
+	if (inany_is4(a))
+		inet_ntop(AF_INET, &a->v4m.a4, buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, &a->a6, buf, (socklen_t)len);
+}
+
+void flow_key_str(const struct flow_key *k, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+
+	inany_str(&k->a, a, sizeof(a));
+	inany_str(&k->b, b, sizeof(b));
+	snprintf(buf, len, inany_is4(&k->a) ? "%s:%u -> %s:%u" :
+		 "[%s]:%u -> [%s]:%u", a, k->pa, b, k->pb);
 }

@@ -101,6 +101,10 @@ struct flow_key {
 	uint8_t pad[3];		/* zero: keys are compared bytewise */
 };
 
+/* flow_key_str() - k as "a:pa -> b:pb" (IPv6 in brackets), for logs. */
+void flow_key_str(const struct flow_key *k, char *buf, size_t len);
+#define FLOW_KEY_STRLEN	(2 * INET6_ADDRSTRLEN + 24)
+
 #define FLOW_MAX	65536u
 #define FLOW_NONE	UINT32_MAX
 #define FLOW_PRIV_SIZE	384

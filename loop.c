@@ -24,10 +24,12 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 
+#include "drain.h"
 #include "ferry.h"
 #include "log.h"
 #include "ndp.h"
@@ -115,20 +117,26 @@ void link_closed(struct ctx *c)
 	c->exit_code = 1;
 }
 
-/* signal_handler() - SIGTERM/SIGINT/SIGHUP end the loop, SIGUSR1 dumps
- * statistics. */
+/* signal_handler() - SIGTERM/SIGINT drain before exit (drain.c), a
+ * second one quits at once; SIGHUP quits at once; SIGUSR1 dumps
+ * statistics. The exit status stays the command's, if it exited. */
 static void signal_handler(struct ctx *c)
 {
 	struct signalfd_siginfo si;
+	char why[32];
 
 	while (read(c->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
 			stats_log(c);
 			continue;
 		}
-		info("signal %u: exiting", si.ssi_signo);
-		c->quit = true;
-		c->exit_code = 0;
+		if (si.ssi_signo == SIGHUP || c->draining) {
+			info("signal %u: exiting", si.ssi_signo);
+			c->quit = true;
+			continue;
+		}
+		snprintf(why, sizeof(why), "signal %u", si.ssi_signo);
+		drain_begin(c, why);
 	}
 }
 
@@ -238,6 +246,7 @@ void loop(struct ctx *c)
 		}
 		if (c->timer_armed && ts_ms_diff(&c->now, &c->timer_due) >= 0)
 			timers_run(c);
+		drain_step(c);		/* its resets go out with the flush */
 		tap_flush(c);
 	}
 }

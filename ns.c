@@ -94,6 +94,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "drain.h"
 #include "ferry.h"
 #include "log.h"
 #include "netlink.h"
@@ -897,19 +898,22 @@ static bool ns_watch_event(struct ctx *c)
 
 void ns_child_handler(struct ctx *c, uint32_t events)
 {
+	const char *why;
 	siginfo_t si;
 
 	(void)events;
 	if (c->child_pid <= 0) {		/* joined namespace */
-		if (c->conf.ns_pid || proc_path_pid(c->conf.netns_path)) {
-			info("namespace process exited: quitting");
-		} else if (ns_watch_event(c)) {
-			info("namespace %s removed: quitting",
-			     c->conf.netns_path);
-		} else {
+		if (c->conf.ns_pid || proc_path_pid(c->conf.netns_path))
+			why = "namespace process exited";
+		else if (ns_watch_event(c))
+			why = "namespace file removed";
+		else
 			return;
-		}
-		c->quit = true;
+		/* Told once: a pidfd stays readable. */
+		ep_del(c, c->child_pidfd);
+		close(c->child_pidfd);
+		c->child_pidfd = -1;
+		drain_begin(c, why);
 		return;
 	}
 	memset(&si, 0, sizeof(si));
@@ -926,5 +930,5 @@ void ns_child_handler(struct ctx *c, uint32_t events)
 	c->child_pidfd = -1;
 	c->child_pid = 0;
 	ns_tty_back();
-	c->quit = true;
+	drain_begin(c, "command exited");
 }

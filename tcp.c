@@ -1276,8 +1276,12 @@ enum drop_reason tcp_input(struct ctx *c, const struct pkt *p)
 		return r;
 	if (t->flags & TCP_F_RST)
 		return DROP_NO_FLOW;
-	if ((t->flags & (TCP_F_SYN | TCP_F_ACK | TCP_F_FIN)) == TCP_F_SYN)
-		return tcp_conn_open(c, p, &k);
+	if ((t->flags & (TCP_F_SYN | TCP_F_ACK | TCP_F_FIN)) == TCP_F_SYN) {
+		if (!c->draining)
+			return tcp_conn_open(c, p, &k);
+		tcp_rst_reply(c, p);	/* no new connections (drain.c) */
+		return DROP_TCP_DRAINING;
+	}
 	tcp_rst_reply(c, p);
 	return DROP_NO_FLOW;
 }
@@ -1673,6 +1677,68 @@ void tcp_timer(struct ctx *c)
 	}
 }
 
+/* tcp_conn_drained() - drain before exit (drain.c): is the connection
+ * finished as far as the exit is concerned? Every guest byte written to
+ * the socket, the guest's FIN passed on and acknowledged; every host byte
+ * delivered and acknowledged by the guest (nothing sent and unacknowledged,
+ * nothing in the socket beyond what the guest acknowledged) and the host's
+ * FIN, if any, acknowledged. The host may still hold its side open: the
+ * guest's side is closed, there is nothing left to carry. */
+static bool tcp_conn_drained(const struct tcp_conn *conn)
+{
+	int inq = 0;
+
+	if (conn->state != TCP_CS_ESTABLISHED ||
+	    !(conn->flags & TCP_C_SHUT_WR) ||
+	    !seq_eq(conn->ack_sent, conn->seq_from_guest) || conn->pend_bytes)
+		return false;
+	if ((conn->flags & TCP_C_SOCK_EOF) && !(conn->flags & TCP_C_FIN_ACKED))
+		return false;
+	if (!seq_eq(conn->seq_acked_by_guest, conn->seq_to_guest) ||
+	    conn->rewound)
+		return false;
+	return !ioctl(conn->sock, SIOCINQ, &inq) && inq >= 0 &&
+	       (uint32_t)inq <= conn->consume;
+}
+
+bool tcp_drain_busy(struct ctx *c)
+{
+	struct flow *fl;
+
+	if (c->flows.count[FLOW_TCP_SPLICE])
+		return true;
+	for (fl = flow_first(&c->flows, FLOW_TCP); fl;
+	     fl = flow_next(&c->flows, fl))
+		if (!tcp_conn_drained(conn_of(fl)))
+			return true;
+	return false;
+}
+
+void tcp_drain_end(struct ctx *c)
+{
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_TCP); fl; fl = nx) {
+		struct tcp_conn *conn = conn_of(fl);
+		char t[FLOW_KEY_STRLEN];
+
+		nx = flow_next(&c->flows, fl);
+		if (tcp_conn_drained(conn)) {
+			/* close() with unread bytes would reset the peer */
+			if (conn->consume)
+				recv(conn->sock, NULL, conn->consume,
+				     MSG_TRUNC | MSG_DONTWAIT);
+			tcp_conn_close(c, fl, false);
+			continue;
+		}
+		flow_key_str(&fl->f.key[FLOW_SIDE_GUEST], t, sizeof(t));
+		warn("tcp: %s reset at the linger deadline", t);
+		c->tcp.st.drain_resets++;
+		tcp_reset_both(c, fl);
+	}
+	tcp_splice_drain_end(c);
+}
+
 void tcp_stats_log(const struct ctx *c)
 {
 	const struct tcp_stats *s = &c->tcp.st;
@@ -1700,6 +1766,7 @@ void tcp_stats_log(const struct ctx *c)
 		{ NULL, s->tlp_rewinds },
 		{ "challenge acks/limited", s->chacks },
 		{ NULL, s->chacks_limited },
+		{ "drain resets", s->drain_resets },
 	};
 
 	stats_line("tcp", st, ARRAY_SIZE(st));

@@ -64,6 +64,8 @@ struct tcp_stats {
 	uint64_t acks_carried;		/* batch ends that left a connection's
 					 * ACK to the next read round of the
 					 * same wake-up (tcp_ack_carry()) */
+	uint64_t drain_resets;		/* connections reset at the --linger
+					 * deadline (tcp_drain_end()) */
 };
 
 struct tcp_state {
@@ -104,6 +106,15 @@ bool tcp_input_pending(const struct ctx *c);
 void tcp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events);
 /* tcp_timer() - retransmission, handshake, inactivity timers. */
 void tcp_timer(struct ctx *c);
+/* tcp_drain_busy() - drain before exit (drain.c): does any connection
+ * (spliced ones included) still have something to carry? */
+bool tcp_drain_busy(struct ctx *c);
+/* tcp_drain_end() - the drain is over: close the finished connections
+ * cleanly, reset the others both ways, each logged with its 4-tuple
+ * (spliced ones too: tcp_splice_drain_end()). */
+void tcp_drain_end(struct ctx *c);
+/* tcp_splice_drain_end() - reset every spliced connection, logged. */
+void tcp_splice_drain_end(struct ctx *c);
 /* tcp_stats_log() - log the module counters. */
 void tcp_stats_log(const struct ctx *c);
 

@@ -363,6 +363,8 @@ void tcp_fwd_timer(struct ctx *c)
 
 	if (!fs->ready)
 		return;
+	if (fs->stopped)		/* draining: no listener again */
+		goto splice;
 	if (fs->proc[0][0] >= 0 || fs->proc[0][1] >= 0 ||
 	    fs->proc[1][0] >= 0 || fs->proc[1][1] >= 0) {
 		if (now >= fs->next_scan_ms) {
@@ -376,10 +378,25 @@ void tcp_fwd_timer(struct ctx *c)
 	for (dir = TCP_FWD_IN; dir <= TCP_FWD_OUT; dir++)
 		if ((left = retry_timer(c, dir, now)) != INT64_MAX)
 			next = MIN(next, now + left);
+splice:
 	if ((left = tcp_splice_timer(c, now)) != INT64_MAX)
 		next = MIN(next, now + left);
 	if (next != INT64_MAX)
 		timer_request(c, MAX(next - now, 1));
+}
+
+void tcp_fwd_stop(struct ctx *c)
+{
+	struct tcp_fwd_state *fs = &c->tcp_fwd;
+	unsigned int port;
+	int dir;
+
+	if (!fs->ready || fs->stopped)
+		return;
+	fs->stopped = true;
+	for (dir = TCP_FWD_IN; dir <= TCP_FWD_OUT; dir++)
+		for (port = 0; port < 65536; port++)
+			close_port(c, (enum tcp_fwd_dir)dir, (uint16_t)port);
 }
 
 /* proc_job() - open /proc/net/tcp and tcp6 of the calling task's network

@@ -42,6 +42,7 @@ struct tcp_fwd_stats {
 
 struct tcp_fwd_state {
 	bool ready;			/* tcp_fwd_init() ran */
+	bool stopped;			/* tcp_fwd_stop(): listeners closed */
 	/* Listener fds + 1 (0: none, -errno: failed, to be retried),
 	 * index lfd_idx(dir, v6, port). */
 	int32_t *lfd;
@@ -70,6 +71,10 @@ struct tcp_fwd_state {
  * "auto" reads. After ns_start()/vm_start() (-T listeners live in the
  * namespace). */
 void tcp_fwd_init(struct ctx *c);
+/* tcp_fwd_stop() - drain before exit (drain.c): close every -t and -T
+ * listener, for good (no "auto" scans, no retries any more); spliced
+ * connections are served on. */
+void tcp_fwd_stop(struct ctx *c);
 /* tcp_fwd_listen_handler() - EREF_TCP_LISTEN: accept and forward. */
 void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref, uint32_t events);
 /* tcp_fwd_timer() - periodic "auto" detection, retries of listeners

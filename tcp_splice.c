@@ -386,3 +386,34 @@ int64_t tcp_splice_timer(struct ctx *c, int64_t now)
 	}
 	return next;
 }
+
+/* spl_tuple() - "client -> target" of a spliced connection, as its two
+ * sockets see their peers (s[0] accepted: its peer is the client; s[1]
+ * ferry's: its peer is the target), for the log. */
+static void spl_tuple(const struct tcp_splice *sp, char *buf, size_t len)
+{
+	struct flow_key k = { 0 };
+	sockaddr_inany sa;
+	socklen_t sl = sizeof(sa);
+
+	if (!getpeername(sp->s[0], &sa.sa, &sl))
+		inany_from_sa(&sa, &k.a, &k.pa);
+	sl = sizeof(sa);
+	if (sp->s[1] >= 0 && !getpeername(sp->s[1], &sa.sa, &sl))
+		inany_from_sa(&sa, &k.b, &k.pb);
+	flow_key_str(&k, buf, len);
+}
+
+void tcp_splice_drain_end(struct ctx *c)
+{
+	struct flow *fl, *nx;
+
+	for (fl = flow_first(&c->flows, FLOW_TCP_SPLICE); fl; fl = nx) {
+		char t[FLOW_KEY_STRLEN];
+
+		nx = flow_next(&c->flows, fl);
+		spl_tuple(spl_of(fl), t, sizeof(t));
+		warn("tcp splice: %s reset at the linger deadline", t);
+		spl_free(c, fl, true);
+	}
+}

@@ -100,6 +100,10 @@ void udp_input_done(struct ctx *c);
 void udp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events);
 /* udp_timer() - expire idle flows. */
 void udp_timer(struct ctx *c);
+/* udp_fwd_stop() - drain before exit (drain.c): close every -u and -U
+ * socket and their clients' flows, for good (no "auto" scans, no
+ * retries any more). */
+void udp_fwd_stop(struct ctx *c);
 /* udp_listen_init() - open the host sockets of the ports forwarded by -u
  * (c->conf.udp_in), per family enabled and allowed by the spec's bind
  * address; none with --no-udp. Called by udp_init(); tests call it

@@ -697,6 +697,23 @@ static void listener_close(struct ctx *c, unsigned int dir, uint16_t port,
 	c->udp.listeners--;
 }
 
+void udp_fwd_stop(struct ctx *c)
+{
+	unsigned int dir, port;
+
+	c->udp.scan_ms = 0;			/* no "auto" scans */
+	for (dir = 0; dir < 2; dir++) {
+		struct udp_fwd_dir *d = &c->udp.fwd[dir];
+
+		memset(&d->retry, 0, sizeof(d->retry));	/* no retries */
+		memset(d->bound, 0, sizeof(d->bound));
+		for (port = 0; d->fds && port < 65536; port++) {
+			listener_close(c, dir, (uint16_t)port, false);
+			listener_close(c, dir, (uint16_t)port, true);
+		}
+	}
+}
+
 void udp_listen_init(struct ctx *c)
 {
 	const struct fwd_spec *f = &c->conf.udp_in;

@@ -469,6 +469,19 @@ TEST(conf_paths_sizes_ids)
 	CHECK(!NS(&r, "--log-size", "-5"));
 	CHECK(err_has(&r, "--log-size", "'-5'"));
 
+	CHECK(NS(&r, "-q"));
+	CHECK_EQ(r.c->linger_s, 30);
+	CHECK(NS(&r, "--linger", "0"));
+	CHECK_EQ(r.c->linger_s, 0);
+	CHECK(VM(&r, "--linger", "86400"));
+	CHECK_EQ(r.c->linger_s, 86400);
+	CHECK(!NS(&r, "--linger", "86401"));
+	CHECK(err_has(&r, "--linger", "'86401'"));
+	CHECK(!NS(&r, "--linger", "-1"));
+	CHECK(err_has(&r, "--linger", "'-1'"));
+	CHECK(!NS(&r, "--linger", "3s"));
+	CHECK(err_has(&r, "--linger", "'3s'"));
+
 	CHECK(NS(&r, "--runas", "0"));
 	CHECK(r.c->runas_set && r.c->run_uid == 0 && r.c->run_gid == 0);
 	CHECK(NS(&r, "--runas", "1000:1001"));
@@ -635,7 +648,7 @@ TEST(conf_usage_lists_everything)
 		"hostname", "fqdn", "no-tcp", "no-udp", "no-icmp", "no-dhcp",
 		"no-ndp", "no-dhcpv6", "no-ra", "no-map-gw", "freebind",
 		"map-host-loopback", "map-guest-addr", "ipv4-only", "ipv6-only",
-		"tcp-ports", "udp-ports", "runas" };
+		"tcp-ports", "udp-ports", "runas", "linger" };
 	static const char *const vm[] = { "fd", "socket", "socket-path", "one-off",
 		"vhost-user", "print-capabilities", "repair-path",
 		"migrate-exit", "migrate-no-linger" };
