@@ -43,9 +43,12 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-missing-field-initializers
 BASE    := -std=gnu11 -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -fno-strict-aliasing $(WARN)
-# The version: git's description in a clone, else the VERSION file (a
-# tarball from git archive has no .git).
-VERSION := $(shell { test -e .git && git describe --always --dirty 2>/dev/null; } || cat VERSION 2>/dev/null || echo unknown)
+# The version: the release number in the VERSION file, and in a clone
+# git's commit after it (0.13-g1a2b3c4, -dirty with local changes); a
+# tarball from git archive has no .git and prints the number alone.
+RELEASE := $(shell cat VERSION 2>/dev/null || echo 0)
+GITREV  := $(shell test -e .git && git describe --always --dirty 2>/dev/null)
+VERSION := $(RELEASE)$(if $(GITREV),-g$(GITREV))
 BASE    += -DFERRY_VERSION='"$(VERSION)"'
 
 SRCS    := $(sort $(wildcard *.c))

@@ -48,6 +48,11 @@ def test_version():
         assert r.returncode == 0
         assert r.stdout.startswith("ferry ")
         assert len(r.stdout.splitlines()) == 1
+        # scripts parse it: the VERSION file's release, then git's commit
+        release = (ROOT / "VERSION").read_text().strip()
+        assert re.fullmatch(re.escape(release) +
+                            r"(-g[0-9a-f]{7,40}(-dirty)?)?",
+                            r.stdout.split()[1]), r.stdout
 
 
 def test_no_mode_is_an_error():
