@@ -40,11 +40,11 @@
 #include "util.h"
 #include "vhost_user.h"
 #include "vnet.h"
+#include "wire.h"
 
 /* Slot of one received frame: header + largest frame, 64-byte aligned. */
 #define VU_SLOT		ROUND_UP(VNET_HLEN + FRAME_MAX, 64)
 #define VU_MRG_MAX	256	/* chains for one frame to the guest */
-#define VNET_NUM_BUFFERS_OFF	10
 
 /* kick_self() - make the loop come back to queue q. */
 static void kick_self(const struct virtq *q)
@@ -207,9 +207,9 @@ static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
 		heads[k++] = cur->head;
 		done += n;
 	}
-	nb[0] = (uint8_t)k;
-	nb[1] = (uint8_t)(k >> 8);
-	iov_write_at(el[0].iov, el[0].niov, VNET_NUM_BUFFERS_OFF, nb, 2);
+	nb[0] = (uint8_t)k;		/* wire: little-endian bytes */
+	nb[1] = (uint8_t)(k >> 8);	/* wire: little-endian bytes */
+	iov_write_at(el[0].iov, el[0].niov, VNET_OFF_NUM_BUFFERS, nb, 2);
 	return DROP_NONE;
 undo:
 	/* Entries of this frame are not published yet: take them back. */

@@ -8,27 +8,28 @@
 #include "checksum.h"
 #include "util.h"
 #include "vnet.h"
+#include "wire.h"
 
 /* le16_rd() - little-endian 16-bit field at p (virtio 1.x). */
 static uint16_t le16_rd(const uint8_t *p)
 {
-	return (uint16_t)(p[0] | p[1] << 8);
+	return (uint16_t)(p[0] | p[1] << 8);	/* wire: little-endian bytes */
 }
 
 /* le16_wr() - store v little-endian at p. */
 static void le16_wr(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
+	p[0] = (uint8_t)v;			/* wire: little-endian bytes */
+	p[1] = (uint8_t)(v >> 8);		/* wire: little-endian bytes */
 }
 
 enum drop_reason vnet_hdr_parse(const uint8_t *h, size_t len,
 				struct pkt_off *o)
 {
-	uint8_t flags = h[0];
+	uint8_t flags = h[VNET_OFF_FLAGS];
 
 	memset(o, 0, sizeof(*o));
-	switch (h[1] & (uint8_t)~VNET_GSO_ECN) {
+	switch (h[VNET_OFF_GSO_TYPE] & (uint8_t)~VNET_GSO_ECN) {
 	case VNET_GSO_NONE:
 		o->gso = PKT_GSO_NONE;
 		break;
@@ -44,10 +45,10 @@ enum drop_reason vnet_hdr_parse(const uint8_t *h, size_t len,
 	default:			/* UFO, unknown */
 		return DROP_VNET_GSO;
 	}
-	o->hdr_len = le16_rd(h + 2);
-	o->gso_size = le16_rd(h + 4);
-	o->csum_start = le16_rd(h + 6);
-	o->csum_off = le16_rd(h + 8);
+	o->hdr_len = le16_rd(h + VNET_OFF_HDR_LEN);
+	o->gso_size = le16_rd(h + VNET_OFF_GSO_SIZE);
+	o->csum_start = le16_rd(h + VNET_OFF_CSUM_START);
+	o->csum_off = le16_rd(h + VNET_OFF_CSUM_OFF);
 	if (o->gso != PKT_GSO_NONE && !o->gso_size)
 		return DROP_VNET_GSO;
 	if (o->hdr_len > len)
@@ -73,15 +74,15 @@ void vnet_hdr_write(uint8_t *h, size_t len, const struct pkt_off *o)
 	if (!o)
 		return;
 	if (o->csum_partial) {
-		h[0] = VNET_F_NEEDS_CSUM;
-		le16_wr(h + 6, o->csum_start);
-		le16_wr(h + 8, o->csum_off);
+		h[VNET_OFF_FLAGS] = VNET_F_NEEDS_CSUM;
+		le16_wr(h + VNET_OFF_CSUM_START, o->csum_start);
+		le16_wr(h + VNET_OFF_CSUM_OFF, o->csum_off);
 	}
-	le16_wr(h + 2, o->hdr_len);
+	le16_wr(h + VNET_OFF_HDR_LEN, o->hdr_len);
 	if (o->gso && o->gso < sizeof(gso_type) && o->gso_size &&
 	    len > o->hdr_len && len - o->hdr_len > o->gso_size) {
-		h[1] = gso_type[o->gso];
-		le16_wr(h + 4, o->gso_size);
+		h[VNET_OFF_GSO_TYPE] = gso_type[o->gso];
+		le16_wr(h + VNET_OFF_GSO_SIZE, o->gso_size);
 	}
 }
 
@@ -94,7 +95,7 @@ void vnet_csum_complete(uint8_t *frame, size_t len, const struct pkt_off *o)
 		return;
 	/* The field holds the pseudo-header sum: summing over it adds it. */
 	sum = csum_fold(csum_add(0, frame + start, len - start));
-	if (!sum && o->csum_off == 6)	/* UDP: 0 means "no checksum" */
+	if (!sum && o->csum_off == UDP_OFF_CSUM)	/* UDP: 0, "none" */
 		sum = 0xffff;
 	wr16(frame + field, sum);
 }

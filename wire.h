@@ -25,6 +25,18 @@
 
 #include "util.h"
 
+/* The virtio-net header before a frame on a tap with offloads or a
+ * vhost-user queue (virtio 1.x 5.1.6: little-endian fields, vnet.c). */
+enum {
+	VNET_OFF_FLAGS		= 0,
+	VNET_OFF_GSO_TYPE	= 1,
+	VNET_OFF_HDR_LEN	= 2,
+	VNET_OFF_GSO_SIZE	= 4,
+	VNET_OFF_CSUM_START	= 6,
+	VNET_OFF_CSUM_OFF	= 8,
+	VNET_OFF_NUM_BUFFERS	= 10,	/* mergeable receive buffers */
+};
+
 /* Ethernet II (IEEE 802.3). */
 enum {
 	ETH_OFF_DST	= 0,
