@@ -20,8 +20,10 @@ The heuristic, on the code with comments and string literals removed:
   - a declaration's size (uint8_t mac[6]) is no offset; a subscript or
     a sum with names only (opt[i], b + off) is none either, so loop
     indices and offsets named in wire.h pass.
-A line that must keep a number (an address's bytes, a text buffer) says
-why with the marker comment "wire: <reason>" on it.
+A line that must keep a number (an address's bytes, little-endian
+bytes) says why with the marker comment "wire: <reason>" on it. The
+heuristic's own test (SELF_TEST: offsets it must find, loop indices and
+named offsets it must pass) runs first and fails the check if it breaks.
 
 Usage: wire_offsets.py [-v] [FILE...]  (-v: list every place found)
 """
@@ -192,9 +194,14 @@ def offsets(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
     code, marked = strip(text)
+    return find(code, marked, text.split("\n"))
+
+
+def find(code, marked, src_lines):
+    """(line, text) of each numeric offset in code (stripped; marked:
+    lines with the marker; src_lines: the original lines)."""
     members = byte_names(code)
     names_at = scope_names(code)
-    src_lines = text.split("\n")
     found = []
     name_re = re.compile(
         r"(?<![\w.>])((?:\w+(?:->|\.))*)(\w+)\s*(\[|\+(?!\+|=))")
@@ -220,8 +227,47 @@ def offsets(path):
     return found
 
 
+# The heuristic's own test, run first every time: each CAUGHT line is an
+# offset it must find, each PASSED line none.
+SELF_TEST = """
+static void f(uint8_t *b, const uint8_t *opt, size_t off, struct pkt *p)
+{
+	uint8_t na[32], buf[64];
+	uint32_t w;
+	size_t i, n;
+
+	b[12] = 1;					/* CAUGHT */
+	memcpy(buf + 14, b, 6);				/* CAUGHT */
+	wr16(p->l4 + 20, 0);				/* CAUGHT */
+	n = opt[off + 2];				/* CAUGHT */
+	w = rd32(opt + i + 6 + 8 * n);			/* CAUGHT */
+	na[0] = 136;					/* CAUGHT */
+	for (i = 0; i < n; i++) na[i] = b[i];		/* PASSED */
+	n = opt[i + TCPOPT_OFF_LEN] + 2;		/* PASSED */
+	wr16(b + off + IP4_OFF_CSUM, 0);		/* PASSED */
+	n = n + 1;					/* PASSED */
+	b[0] = 0x33;		/* wire: an address */	/* PASSED */
+}
+"""
+
+
+def self_test():
+    """Whether the heuristic finds exactly the CAUGHT lines of
+    SELF_TEST."""
+    code, marked = strip(SELF_TEST)
+    want = {i + 1 for i, line in enumerate(SELF_TEST.split("\n"))
+            if "CAUGHT" in line}
+    got = {line for line, _ in find(code, marked, SELF_TEST.split("\n"))}
+    if got != want:
+        print(f"wire_offsets: self-test: found lines {sorted(got)}, "
+              f"want {sorted(want)}")
+    return got == want
+
+
 def main(argv):
     verbose = "-v" in argv
+    if not self_test():
+        return 1
     files = [a for a in argv if a != "-v"] or PROTO_FILES
     total, bad = 0, 0
     for path in files:
