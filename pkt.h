@@ -9,7 +9,8 @@
  * view can point outside the frame: l3/l4/payload pointers come with their
  * lengths, and Ethernet padding past the IP length is already cut off.
  * Protocol handlers (arp, ndp, dhcp, icmp, udp, tcp) consume the view and
- * never compute offsets into raw frames themselves.
+ * never compute offsets into raw frames themselves. The parser reads, and
+ * every builder writes, each header field at the offset wire.h names.
  *
  * The view points into the frame buffer: it is valid until that buffer is
  * reused (the end of the current input batch).
