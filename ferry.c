@@ -97,6 +97,7 @@ static void daemonize(struct ctx *c)
 		return;
 	if (pid > 0)
 		_exit(0);
+	log_file_pid();		/* the log file's header names this process */
 	if (pidfd >= 0)
 		close(pidfd);
 	/* epoll reports a signalfd ready only for signals to the process

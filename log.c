@@ -1,15 +1,34 @@
 /* log.c - log sinks and formatting (see log.h).
  *
- * Messages go to stderr by default. With -l they go to a file whose size is
- * bounded by --log-size: when the next message would pass the bound, the
- * file is truncated and restarted with a line saying so, so a long-running
- * daemon can never fill a disk. After daemonizing without -l, syslog.
+ * Theory of operation
+ *
+ * Messages go to stderr by default; after daemonizing without -l, to
+ * syslog. With -l they go to a file, in the layout pasta's users know:
+ *
+ *   ferry 0.13-g1a2b3c4: /var/log/ferry.log (4242)     the header line
+ *   0.0012: info: IPv4: template interface eth0, ...   then every line
+ *
+ * Each line starts with the seconds since the log was opened (CLOCK_MONOTONIC,
+ * four decimals, so they never go back, across rotations too) and the
+ * level. The header names the version, the path and the PID of the
+ * process that writes (rewritten in place after daemonizing: the PID field
+ * is padded to a fixed width, so the line keeps its length).
+ *
+ * --log-size bounds the file. When the next line would pass the bound,
+ * the oldest lines go: the newest three quarters of the bound stay, moved
+ * up to just after the header (in place, through one static buffer, cut at
+ * a line boundary), and writing goes on after them. So the file always
+ * holds the header and the newest lines, never more than the bound, and a
+ * long-running daemon cannot fill a disk. Everything works on the open
+ * descriptor: nothing is reopened by path (ferry's root may be empty by
+ * then, see the sandbox).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,12 +36,34 @@
 #include "log.h"
 #include "util.h"
 
+#define LOG_PID_WIDTH	7		/* digits of the largest PID (2^22) */
+#define LOG_PATH_MAX	512		/* of the path shown in the header */
+
 static struct {
 	enum log_level level;
 	int file_fd;
 	size_t file_max, file_used;
 	bool syslog_on, stderr_too;
-} log_sink = { LOG_LVL_INFO, -1, 0, 0, false, false };
+	struct timespec start;			/* of the file log */
+	char path[LOG_PATH_MAX];
+	char header[LOG_PATH_MAX + 128];
+	size_t header_len;
+} log_sink = { .level = LOG_LVL_INFO, .file_fd = -1 };
+
+/* header_make() - the header line for pid, its length padded so that any
+ * PID gives the same length (log_file_pid() rewrites it in place). */
+static void header_make(pid_t pid)
+{
+	char num[16];
+	int n, len;
+
+	n = snprintf(num, sizeof(num), "%d", (int)pid);
+	len = snprintf(log_sink.header, sizeof(log_sink.header),
+		       "ferry %s: %s (%s)%*s\n", FERRY_VERSION, log_sink.path,
+		       num, n < LOG_PID_WIDTH ? LOG_PID_WIDTH - n : 0, "");
+	log_sink.header_len = len > 0 && (size_t)len < sizeof(log_sink.header)
+			      ? (size_t)len : 0;
+}
 
 void log_set_level(enum log_level lvl)
 {
@@ -36,7 +77,7 @@ enum log_level log_get_level(void)
 
 int log_to_file(const char *path, size_t max_size)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
 	if (fd < 0)
 		return -errno;
@@ -45,7 +86,33 @@ int log_to_file(const char *path, size_t max_size)
 	log_sink.file_fd = fd;
 	log_sink.file_max = max_size;
 	log_sink.file_used = 0;
+	clock_gettime(CLOCK_MONOTONIC, &log_sink.start);
+	snprintf(log_sink.path, sizeof(log_sink.path), "%s", path);
+	header_make(getpid());
+	if (log_sink.header_len &&
+	    !write_all(fd, log_sink.header, log_sink.header_len))
+		log_sink.file_used = log_sink.header_len;
 	return 0;
+}
+
+void log_file_close(void)
+{
+	if (log_sink.file_fd >= 0)
+		close(log_sink.file_fd);
+	log_sink.file_fd = -1;
+	log_sink.file_used = log_sink.header_len = 0;
+}
+
+void log_file_pid(void)
+{
+	size_t len = log_sink.header_len;
+
+	if (log_sink.file_fd < 0 || !len)
+		return;
+	header_make(getpid());
+	if (log_sink.header_len == len &&
+	    pwrite(log_sink.file_fd, log_sink.header, len, 0) != (ssize_t)len)
+		return;		/* best effort: the old PID stays */
 }
 
 void log_to_syslog(void)
@@ -59,21 +126,81 @@ void log_also_stderr(bool on)
 	log_sink.stderr_too = on;
 }
 
-/* file_write() - append to the log file, wrapping at the size bound. */
+/* file_next_line() - the offset just past the first newline at or after
+ * off (below end), or end if there is none. */
+static size_t file_next_line(int fd, size_t off, size_t end, char *buf,
+			     size_t bufsz)
+{
+	while (off < end) {
+		size_t want = end - off < bufsz ? end - off : bufsz;
+		ssize_t n = pread(fd, buf, want, (off_t)off);
+		char *nl;
+
+		if (n <= 0)
+			return end;
+		nl = memchr(buf, '\n', (size_t)n);
+		if (nl)
+			return off + (size_t)(nl - buf) + 1;
+		off += (size_t)n;
+	}
+	return end;
+}
+
+/* file_cut() - make room for need more bytes: keep the newest lines that
+ * fit in three quarters of the bound (less need), moved up to just after
+ * the header; the file is truncated after them (see top). */
+static void file_cut(size_t need)
+{
+	static char buf[64 << 10];
+	size_t hdr = log_sink.header_len, used = log_sink.file_used;
+	size_t room = log_sink.file_max / 4 * 3, keep, src, dst = hdr;
+	int fd = log_sink.file_fd;
+
+	keep = room > hdr + need ? room - hdr - need : 0;
+	src = used - (keep < used - hdr ? keep : used - hdr);
+	if (src > hdr)
+		src = file_next_line(fd, src - 1, used, buf, sizeof(buf));
+	while (src < used) {
+		size_t want = used - src < sizeof(buf) ? used - src : sizeof(buf);
+		ssize_t n = pread(fd, buf, want, (off_t)src);
+
+		if (n <= 0 || pwrite(fd, buf, (size_t)n, (off_t)dst) != n)
+			break;
+		src += (size_t)n;
+		dst += (size_t)n;
+	}
+	if (ftruncate(fd, (off_t)dst) || lseek(fd, (off_t)dst, SEEK_SET) < 0)
+		dst = used;		/* left as it was: writing goes on */
+	log_sink.file_used = dst;
+}
+
+/* file_write() - append to the log file, cutting its oldest lines first
+ * when the bound would be passed. */
 static void file_write(const char *line, size_t len)
 {
-	static const char wrap[] = "--- log wrapped: older lines dropped ---\n";
-
-	if (log_sink.file_max && log_sink.file_used + len > log_sink.file_max) {
-		if (ftruncate(log_sink.file_fd, 0) == 0 &&
-		    lseek(log_sink.file_fd, 0, SEEK_SET) == 0) {
-			log_sink.file_used = 0;
-			if (write_all(log_sink.file_fd, wrap, sizeof(wrap) - 1) == 0)
-				log_sink.file_used = sizeof(wrap) - 1;
-		}
-	}
+	if (log_sink.file_max && log_sink.file_used + len > log_sink.file_max)
+		file_cut(len);
 	if (write_all(log_sink.file_fd, line, len) == 0)
 		log_sink.file_used += len;
+}
+
+/* file_prefix() - "SECONDS.FRACTION: LEVEL: " for a file line. */
+static int file_prefix(char *buf, size_t size, enum log_level lvl)
+{
+	static const char *const name[] = { "error", "warning", "info",
+					    "debug", "trace" };
+	struct timespec now;
+	long long s;
+	long frac;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	s = (long long)(now.tv_sec - log_sink.start.tv_sec);
+	frac = (now.tv_nsec - log_sink.start.tv_nsec) / 100000;
+	if (frac < 0) {
+		frac += 10000;
+		s--;
+	}
+	return snprintf(buf, size, "%lld.%04ld: %s: ", s, frac, name[lvl]);
 }
 
 /* log_vmsg() - format one line (cut at 1 KiB) and write it to the
@@ -94,9 +221,20 @@ static void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	line[n++] = '\n';
 	line[n] = '\0';
 
-	if (log_sink.file_fd >= 0)
-		file_write(line, (size_t)n);
-	else if (log_sink.syslog_on)
+	if (log_sink.file_fd >= 0) {
+		char pre[64];
+		int p = file_prefix(pre, sizeof(pre), lvl);
+
+		if (p > 0 && (size_t)p < sizeof(pre)) {
+			char full[sizeof(pre) + sizeof(line)];
+
+			memcpy(full, pre, (size_t)p);
+			memcpy(full + p, line, (size_t)n);
+			file_write(full, (size_t)p + (size_t)n);
+		} else {
+			file_write(line, (size_t)n);
+		}
+	} else if (log_sink.syslog_on)
 		syslog(prio[lvl], "%s", line);
 	if ((log_sink.file_fd < 0 && !log_sink.syslog_on) ||
 	    log_sink.stderr_too) {

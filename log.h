@@ -17,9 +17,14 @@ enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG,
 /* Set the threshold: messages above it are discarded. */
 void log_set_level(enum log_level lvl);
 enum log_level log_get_level(void);
-/* Send logs to a file (truncated, bounded to max_size bytes, then
- * wrapped: the file is restarted with a marker). Returns 0 or -errno. */
+/* Send logs to a file: truncated, a header line, then timestamped lines;
+ * bounded to max_size bytes by cutting the oldest lines (log.c). Returns 0
+ * or -errno. */
 int log_to_file(const char *path, size_t max_size);
+/* The header's PID becomes the caller's (after daemonizing). */
+void log_file_pid(void);
+/* Stop logging to the file (back to stderr, or syslog if set). */
+void log_file_close(void);
 /* Send logs to syslog (after daemonizing without -l). */
 void log_to_syslog(void);
 /* Also copy to stderr while on syslog/file (foreground runs). */

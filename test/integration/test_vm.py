@@ -795,3 +795,38 @@ def test_stalled_peer_never_holds_the_loop(vm, monkeypatch):
         stop.set()
         t.join(5)
         c.close()
+
+
+def test_log_file_header_timestamps_and_bound(tmp_path):
+    """-l with --log-size under a flood of connections (each logs two
+    lines): the file starts with the header naming version, path and the
+    daemon's PID, stays within the bound, ends with the newest lines and
+    its timestamps never go back (issue 21 item 5)."""
+    sock, log, pidf = (tmp_path / "s", tmp_path / "ferry.log",
+                       tmp_path / "pid")
+    r = subprocess.run([FERRY, "vm", "-s", str(sock), "-l", str(log),
+                        "--log-size", "8k", "-P", str(pidf)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    pid = int(wait_for(lambda: pidf.exists() and pidf.read_text().strip(),
+                       10, "pid file"))
+    try:
+        wait_for(lambda: sock.exists(), 10, "socket")
+        for _ in range(300):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(str(sock))
+            c.close()
+        wait_for(lambda: log.read_text().count("guest disconnected") and
+                 log.read_text().rstrip().endswith("guest disconnected") and
+                 os.path.getsize(log) > 6000, 20, "the flood logged")
+        text = log.read_text()
+        lines = text.splitlines()
+        assert lines[0].startswith("ferry "), lines[0]
+        assert f": {log} ({pid})" in lines[0], lines[0]
+        assert os.path.getsize(log) <= 8192
+        stamps = [float(l.split(":", 1)[0]) for l in lines[1:]]
+        assert stamps == sorted(stamps), "timestamps went back"
+        assert all(": info: " in l or ": warning: " in l or ": error: " in l
+                   for l in lines[1:]), lines[1:5]
+    finally:
+        os.kill(pid, 15)	# SIGTERM: the daemon we started
