@@ -97,6 +97,9 @@ struct ctx {
 	struct ns_agent *ns_agent;	/* resident helper running ns_call()
 					 * jobs (ns.c), or NULL */
 	pid_t child_pid;
+	bool tty_taken;			/* ns mode: ferry was in the terminal's
+					 * foreground and handed it to the
+					 * command (ns.c ns_tty_back()) */
 	struct priv priv;		/* giving up root (priv.c) */
 	bool quit;
 	bool draining;			/* serving open flows before exit,

@@ -15,7 +15,11 @@
  *   listener open: ns_run_command()); then it execs the command, which
  *   can use -T/-U ports from its first instruction. Its
  *   pidfd is the EREF_CHILD event: ns_child_handler() reaps it and ferry
- *   exits with its status (128 + signal if it was killed).
+ *   exits with its status (128 + signal if it was killed), after the
+ *   drain (drain.c). A ferry in the foreground process group of its
+ *   terminal gives the command a process group of its own in the
+ *   foreground and takes the terminal back when it exits; one in the
+ *   background touches neither (c->tty_taken).
  *
  * Join: the target is /proc/PID/ns/{net,user}, or --netns PATH (a bare
  *   name means /run/netns/NAME) with --userns PATH; --netns-only, or a
@@ -583,6 +587,9 @@ static int ns_spawn(struct ctx *c, int *userns, int *netns)
 
 	if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
 		die("pipe: %s", strerror(errno));
+	/* the child takes the terminal on the same test (child_take_tty()) */
+	c->tty_taken = isatty(STDIN_FILENO) &&
+		       tcgetpgrp(STDIN_FILENO) == getpgrp();
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
@@ -858,7 +865,11 @@ void ns_run_command(int go)
 }
 
 /* ns_tty_back() - take the terminal back from the command's process
- * group (see child_take_tty()), so the caller's shell finds it sane. */
+ * group (see child_take_tty()), so the caller's shell finds it sane.
+ * Only if ferry had the terminal's foreground and handed it on
+ * (c->tty_taken): one started in the background (ferry ns -- cmd &)
+ * taking it would leave the shell in the foreground without its
+ * terminal. */
 static void ns_tty_back(void)
 {
 	sigset_t set, old;
@@ -929,6 +940,7 @@ void ns_child_handler(struct ctx *c, uint32_t events)
 	close(c->child_pidfd);
 	c->child_pidfd = -1;
 	c->child_pid = 0;
-	ns_tty_back();
+	if (c->tty_taken)
+		ns_tty_back();
 	drain_begin(c, "command exited");
 }
