@@ -278,17 +278,17 @@ static bool h_sandbox(struct conf *c, struct pstate *ps, const struct opt *o,
 	return bad(ps, "'%s' is not a sandbox mode (off, on, strict)", arg);
 }
 
-/* h_linger() - --linger: seconds, 0..CONF_LINGER_MAX. */
-static bool h_linger(struct conf *c, struct pstate *ps, const struct opt *o,
-		     const char *arg)
+/* h_secs() - a time in whole seconds, 0..CONF_LINGER_MAX, into the
+ * unsigned int at o->off (--linger, --stats). */
+static bool h_secs(struct conf *c, struct pstate *ps, const struct opt *o,
+		   const char *arg)
 {
 	unsigned long v;
 
-	(void)o;
 	if (!parse_ulong(arg, CONF_LINGER_MAX, &v))
 		return bad(ps, "'%s' is not a valid time (0-%d seconds)",
 			   arg, CONF_LINGER_MAX);
-	c->linger_s = (unsigned int)v;
+	*FIELD(c, o->off, unsigned int) = (unsigned int)v;
 	return true;
 }
 
@@ -856,8 +856,10 @@ static const struct opt opts[] = {
 	  "poll up to USEC before sleeping after traffic (default 50, 0: off)" },
 	{ "sandbox", 0, "off|on|strict", M_ALL, h_sandbox, 0, 0, 0,
 	  "confinement after set-up (default on; strict: all layers or exit)" },
-	{ "linger", 0, "SECONDS", M_ALL, h_linger, 0, 0, 0,
+	{ "linger", 0, "SECONDS", M_ALL, h_secs, OFF(linger_s), 0, 0,
 	  "on exit, serve open flows up to SECONDS (default 30, 0: quit)" },
+	{ "stats", 0, "DELAY", M_ALL, h_secs, OFF(stats_s), 0, 0,
+	  "log the statistics every DELAY seconds (as pasta's --stats)" },
 	{ "fault", 0, "SPEC", M_ALL, h_fault, OFF(fault), 0, 0,
 	  "test builds: drop/dup/reorder=PERMILLE[,to:|from:...][,seed=N]" },
 };
@@ -923,8 +925,6 @@ static const struct {
 } unsupported[] = {
 	{ "--no-splice", "ferry always joins local connections to forwarded "
 	  "ports with splice(), it cannot route them through the tap" },
-	{ "--stats", "no periodic statistics display (ferry logs its "
-	  "counters on SIGUSR1 and at exit)" },
 	{ "--nsrun-dir", "old pasta option: give --netns PATH or NAME (NAME "
 	  "is /run/netns/NAME)" },
 	{ "--map-gw", "podman's option, not pasta's (podman removes it): the "

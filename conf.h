@@ -136,6 +136,8 @@ struct conf {
 	enum sandbox_mode sandbox;	/* --sandbox, default SANDBOX_ON */
 	unsigned int linger_s;		/* --linger: drain before exit, at
 					 * most this long (drain.c) */
+	unsigned int stats_s;		/* --stats: log the statistics every
+					 * so many seconds, 0: never */
 
 	/* Namespace mode */
 	bool config_net;		/* --config-net */

@@ -73,6 +73,7 @@ struct ctx {
 	int ctl_epfd;
 	struct timespec now;		/* updated once per loop iteration */
 	struct timespec timer_due;	/* earliest module timer requested */
+	struct timespec stats_due;	/* --stats: the next statistics dump */
 	bool timer_armed;
 	uint64_t loop_iter;		/* loop iterations so far */
 	struct busypoll bp;		/* polling before a sleep (busypoll.c) */

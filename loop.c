@@ -201,10 +201,29 @@ static void dispatch(struct ctx *c, union eref ref, uint32_t events)
 	}
 }
 
+/* stats_timer() - --stats DELAY: the statistics on the log every DELAY
+ * seconds, the first DELAY seconds after start (pasta's option: it shows
+ * its counters at most that often). */
+static void stats_timer(struct ctx *c)
+{
+	int64_t every = (int64_t)c->conf.stats_s * 1000;
+
+	if (!every)
+		return;
+	if (!c->stats_due.tv_sec && !c->stats_due.tv_nsec) {
+		c->stats_due = ts_add_ms(c->now, every);
+	} else if (ts_ms_diff(&c->now, &c->stats_due) >= 0) {
+		stats_log(c);
+		c->stats_due = ts_add_ms(c->now, every);
+	}
+	timer_request(c, ts_ms_diff(&c->stats_due, &c->now));
+}
+
 /* timers_run() - let every module do its periodic work. */
 static void timers_run(struct ctx *c)
 {
 	c->timer_armed = false;
+	stats_timer(c);
 	ndp_timer(c);
 	icmp_timer(c);
 	tcp_timer(c);
@@ -230,6 +249,7 @@ void loop(struct ctx *c)
 {
 	struct epoll_event ev[EVENTS_MAX];
 
+	stats_timer(c);			/* arms the first dump */
 	while (!c->quit) {
 		int epfd = c->link.tx_stalled && c->ctl_epfd >= 0 ?
 			   c->ctl_epfd : c->epfd;	/* back-pressure */

@@ -100,6 +100,15 @@ def test_guest_is_separate_user_and_net_namespace(ferry_ns):
     assert {l["ifname"] for l in ip_json(f, ["link"])} == {"lo", TAP}
 
 
+def test_stats_delay_logs_periodically(ferry_ns):
+    """--stats 1: the statistics appear on the log every second while
+    ferry runs (pasta's option), not only at exit or on SIGUSR1."""
+    f = ferry_ns(args=["--stats", "1"])
+    wait_for(lambda: f.output().count("stats: from guest") >= 2, 10,
+             "two periodic statistics dumps")
+    assert f.proc.poll() is None
+
+
 def test_exit_status_of_command(ferry_ns):
     f = ferry_ns(cmd=["sh", "-c", "exit 7"])
     assert f.proc.wait(timeout=20) == 7
