@@ -830,3 +830,8 @@ def test_log_file_header_timestamps_and_bound(tmp_path):
                    for l in lines[1:]), lines[1:5]
     finally:
         os.kill(pid, 15)	# SIGTERM: the daemon we started
+        try:
+            wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 10,
+                     "the daemon to exit")
+        except AssertionError:
+            os.kill(pid, 9)
