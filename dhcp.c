@@ -254,7 +254,7 @@ static bool opt_put(struct dhcp_out *o, uint8_t code, const void *v,
 {
 	size_t chunks = len ? (len + 254) / 255 : 1, done = 0;
 
-	if (o->sent[code] || o->len + chunks * 2 + len > o->max)
+	if (o->sent[code] || o->len + chunks * DOPT_HLEN + len > o->max)
 		return false;
 	do {
 		size_t n = MIN(len - done, 255u);

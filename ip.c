@@ -329,8 +329,8 @@ static enum drop_reason off_check(const struct pkt *p, const struct pkt_off *o)
 	if (!o->csum_partial)
 		return DROP_NONE;
 	if (!p->is_ip || o->csum_start != l4off ||
-	    (p->l4proto == IPPROTO_TCP ? o->csum_off != 16 :
-	     p->l4proto == IPPROTO_UDP ? o->csum_off != 6 : true))
+	    (p->l4proto == IPPROTO_TCP ? o->csum_off != TCP_OFF_CSUM :
+	     p->l4proto == IPPROTO_UDP ? o->csum_off != UDP_OFF_CSUM : true))
 		return DROP_VNET_CSUM;
 	return DROP_NONE;
 }

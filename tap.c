@@ -51,6 +51,7 @@
 #include "pkt.h"
 #include "util.h"
 #include "vnet.h"
+#include "wire.h"
 
 static const uint8_t mac_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
@@ -528,12 +529,12 @@ static int l4_csum_field(uint8_t proto)
 {
 	switch (proto) {
 	case IPPROTO_TCP:
-		return 16;
+		return TCP_OFF_CSUM;
 	case IPPROTO_UDP:
-		return 6;
+		return UDP_OFF_CSUM;
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
-		return 2;
+		return ICMP_OFF_CSUM;
 	default:
 		return -1;
 	}

@@ -630,7 +630,7 @@ static const struct pkt_off *tcp_tx_off(const struct ctx *c,
 	if (c->link.tx_csum_partial && c->pcap_fd < 0) {
 		o->csum_partial = true;
 		o->csum_start = (uint16_t)(hlen - TCP_HLEN);
-		o->csum_off = 16;
+		o->csum_off = TCP_OFF_CSUM;
 	}
 	return o;
 }

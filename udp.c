@@ -789,7 +789,8 @@ void udp_frames_commit(struct ctx *c, struct udp_rxb *b, unsigned int n,
 			.gso = uso ? PKT_GSO_UDP : PKT_GSO_NONE,
 			.gso_size = (uint16_t)b->lens[i],
 			.hdr_len = (uint16_t)hl, .csum_partial = true,
-			.csum_start = (uint16_t)(hl - UDP_HLEN), .csum_off = 6,
+			.csum_start = (uint16_t)(hl - UDP_HLEN),
+			.csum_off = UDP_OFF_CSUM,
 		};
 		b->lens[i] = udp_frame_hdrs(c, b->frames[i], &b->keys[i], tot,
 					    partial);
