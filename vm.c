@@ -75,7 +75,50 @@ static int bind_path(const char *path)
 	return fd;
 }
 
-/* stale_socket() - is path a socket nobody listens on any more? */
+/* unix_name_is() - does the bound name from /proc/net/unix match path,
+ * itself or the temporary name bind_path() binds first ("PATH.PID.tmp",
+ * the name the kernel keeps showing after the link)? */
+static bool unix_name_is(const char *name, const char *path)
+{
+	size_t n = strlen(path);
+	const char *p;
+
+	if (strncmp(name, path, n))
+		return false;
+	if (!name[n])
+		return true;
+	if (name[n] != '.' || !name[n + 1])
+		return false;
+	for (p = name + n + 1; *p >= '0' && *p <= '9'; p++)
+		;
+	return p > name + n + 1 && !strcmp(p, ".tmp");
+}
+
+/* listening_here() - does a socket in this network namespace listen at
+ * path (/proc/net/unix: the listening flag, __SO_ACCEPTCON)? Lets a
+ * second ferry tell a live socket without connecting to it, which the
+ * first would take for a guest that came and went. */
+static bool listening_here(const char *path)
+{
+	FILE *f = fopen("/proc/net/unix", "re");
+	char line[PATH_MAX + 128], name[PATH_MAX];
+	unsigned int flags;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %4095s", &flags,
+			   name) == 2)
+			found = (flags & 0x10000) && unix_name_is(name, path);
+	}
+	fclose(f);
+	return found;
+}
+
+/* stale_socket() - is path a socket nobody listens on any more? A socket
+ * this namespace shows listening there is live without a probe; else a
+ * connect() decides (another namespace's listener answers it). */
 static bool stale_socket(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -83,7 +126,7 @@ static bool stale_socket(const char *path)
 	bool stale;
 	int fd;
 
-	if (stat(path, &st) || !S_ISSOCK(st.st_mode))
+	if (stat(path, &st) || !S_ISSOCK(st.st_mode) || listening_here(path))
 		return false;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)

@@ -149,17 +149,20 @@ def test_start_errors_name_the_option(tmp_path):
 
 
 def test_socket_in_use_named(tmp_path):
-    """A second ferry on a live socket says another process listens."""
+    """A second ferry on a live socket says another process listens, and
+    finds that out without connecting: the first logs no guest coming and
+    going (issue 24)."""
     path = str(tmp_path / "live.socket")
-    first = subprocess.Popen([FERRY, "vm", "-q", "-f", "-s", path],
-                             stderr=subprocess.PIPE)
+    first = subprocess.Popen([FERRY, "vm", "-f", "-s", path],
+                             stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: os.path.exists(path), timeout=10)
         r = ferry("vm", "-q", "-f", "-1", "-s", path)
         start_error_line(r, "--socket", "in use")
     finally:
-        first.kill()
-        first.wait()
+        first.terminate()
+        out = first.communicate(timeout=20)[1]
+    assert "guest connected" not in out, out
 
 
 def test_missing_command_is_the_first_line():
