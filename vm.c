@@ -101,16 +101,23 @@ static bool unix_name_is(const char *name, const char *path)
 static bool listening_here(const char *path)
 {
 	FILE *f = fopen("/proc/net/unix", "re");
-	char line[PATH_MAX + 128], name[PATH_MAX];
-	unsigned int flags;
+	char line[PATH_MAX + 128];
 	bool found = false;
 
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %4095s", &flags,
-			   name) == 2)
-			found = (flags & 0x10000) && unix_name_is(name, path);
+		/* Num RefCount Protocol Flags Type St Inode Path */
+		char *save = NULL, *tok = strtok_r(line, " \n", &save);
+		unsigned long flags = 0;
+		int i;
+
+		for (i = 1; tok && i < 8; i++) {
+			tok = strtok_r(NULL, " \n", &save);
+			if (i == 3 && tok)
+				flags = strtoul(tok, NULL, 16);
+		}
+		found = tok && (flags & 0x10000) && unix_name_is(tok, path);
 	}
 	fclose(f);
 	return found;
