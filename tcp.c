@@ -50,7 +50,9 @@
  * sent. When both FINs are through and acknowledged, the socket is closed
  * normally. Resets travel both ways: a guest RST (at RCV.NXT) closes the
  * socket with SO_LINGER 0 (the peer gets an RST, and no TIME_WAIT is left
- * behind on the host), a socket error becomes an RST to the guest. Only
+ * behind on the host), a socket error becomes an RST to the guest, also
+ * when a sendmsg() or recv() took the error before EPOLLERR could report
+ * it (tcp_sock_failed(), tcp_sock_dead()). Only
  * aborted connections use SO_LINGER 0; a clean close keeps TCP's
  * TIME_WAIT semantics, which fall on ferry's socket only when the guest
  * closed first (see doc/tcp.md). Toward the guest, a clean close is
@@ -275,6 +277,30 @@ static void tcp_reset_both(struct ctx *c, struct flow *fl)
 	tcp_send_flags(c, fl, TCP_F_RST | TCP_F_ACK);
 	c->tcp.st.rst_to_guest++;
 	tcp_conn_close(c, fl, true);
+}
+
+void tcp_sock_failed(struct tcp_conn *conn, int err)
+{
+	if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
+	    err == ENOBUFS || err == ENOMEM || conn->sock_err)
+		return;
+	conn->sock_err = (uint8_t)MIN(err, UINT8_MAX);
+}
+
+/* tcp_sock_dead() - where the flow may be freed: if a call on the socket
+ * failed hard (tcp_sock_failed()), the peer or the path is gone, so the
+ * guest gets an RST at once and the flow and its socket go. Returns true
+ * when the flow was freed. */
+static bool tcp_sock_dead(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (!conn->sock_err)
+		return false;
+	debug("tcp: socket error: %s", strerror(conn->sock_err));
+	c->tcp.st.host_errors++;
+	tcp_reset_both(c, fl);
+	return true;
 }
 
 /* The most TCP payload the guest's kernel puts in one TSO frame for the
@@ -1035,8 +1061,10 @@ static void tcp_flush_pending(struct ctx *c, struct flow *fl)
 	while ((mh.msg_iovlen = tcp_pend_iov(c, fl, iov, &total))) {
 		tcp_nodelay_lazy(conn);
 		w = sendmsg(conn->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w < 0)
-			w = 0;	/* EAGAIN, or an error EPOLLERR reports */
+		if (w < 0) {	/* EAGAIN, or the peer's RST: tcp_sock_dead() */
+			tcp_sock_failed(conn, errno);
+			w = 0;
+		}
 		if ((size_t)w < total) {
 			c->tcp.st.short_writes++;
 			conn->flags |= TCP_C_WANT_OUT;
@@ -1298,8 +1326,9 @@ static void tcp_fin_to_host(struct ctx *c, struct flow *fl)
 		 * the caller's tcp_conn_finished() closes the socket, and
 		 * close() sends the FIN (the host closed first, e.g. HTTP
 		 * Connection: close: one system call less). */
-		if (!(conn->flags & TCP_C_FIN_ACKED))
-			shutdown(conn->sock, SHUT_WR);
+		if (!(conn->flags & TCP_C_FIN_ACKED) &&
+		    shutdown(conn->sock, SHUT_WR))
+			tcp_sock_failed(conn, errno);
 		conn->flags |= TCP_C_SHUT_WR | TCP_C_ACK_NOW;
 		conn->seq_from_guest = seq_add(conn->seq_from_guest, 1);
 	}
@@ -1422,6 +1451,8 @@ static bool tcp_batch_end(struct ctx *c, struct flow *fl, unsigned int carried)
 
 	tcp_flush_pending(c, fl);
 	tcp_fin_to_host(c, fl);
+	if (tcp_sock_dead(c, fl))
+		return false;
 	/* No SIOCINQ when the last read sent all the socket had (and no FIN
 	 * is owed): the guest's ACK or window cannot make more to send. */
 	read_now = (conn->flags & TCP_C_TX_NOW) &&
@@ -1441,6 +1472,8 @@ static bool tcp_batch_end(struct ctx *c, struct flow *fl, unsigned int carried)
 	 * ACK_NOW and the due state), a pure ACK only when none went. */
 	if (read_now)
 		tcp_data_to_guest(c, fl);
+	if (tcp_sock_dead(c, fl))
+		return false;
 	if (tcp_ack_carry(c, conn, carried)) {
 		c->tcp.st.acks_carried++;
 		conn->flags &= (uint16_t)~TCP_C_TX_NOW;
@@ -1487,23 +1520,29 @@ bool tcp_input_pending(const struct ctx *c)
 }
 
 /* tcp_sock_error() - EPOLLERR/EPOLLHUP on a connected socket. Returns
- * true when the connection was reset and freed. */
+ * true when the connection was reset and freed.
+ *
+ * A hang-up (EPOLLHUP: both directions shut, or the socket closed)
+ * without EPOLLERR is orderly only once our own shutdown(SHUT_WR) went:
+ * nothing but the kernel's abort of the connection (the peer's RST, a
+ * timeout) shuts our sending side otherwise. Its error may be gone
+ * already, taken by a sendmsg() or recv() before this report (the
+ * socket's error is reported once), so the hang-up alone says it. */
 static bool tcp_sock_error(struct ctx *c, struct flow *fl, uint32_t events)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	socklen_t sl = sizeof(int);
 	int err = 0;
 
-	if (!(events & EPOLLERR)) {
-		/* Orderly hang-up (both directions shut; EPOLLERR would say
-		 * an error, no SO_ERROR needed): nothing more will come. */
+	if (!(events & EPOLLERR) && (conn->flags & TCP_C_SHUT_WR)) {
+		/* Orderly: nothing more will come. */
 		conn->flags |= TCP_C_SOCK_EOF;
 		return false;
 	}
-	getsockopt(conn->sock, SOL_SOCKET, SO_ERROR, &err, &sl);
-	debug("tcp: socket error: %s", strerror(err ? err : ECONNRESET));
-	tcp_reset_both(c, fl);
-	return true;
+	if (events & EPOLLERR)
+		getsockopt(conn->sock, SOL_SOCKET, SO_ERROR, &err, &sl);
+	tcp_sock_failed(conn, err ? err : ECONNRESET);
+	return tcp_sock_dead(c, fl);
 }
 
 void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
@@ -1531,9 +1570,10 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 		tcp_connect_done(c, fl, events);
 		return;
 	}
-	/* A hang-up already seen is no news (edge-triggered, it comes again
-	 * with each later wake-up of the socket). */
-	if ((conn->flags & TCP_C_SOCK_EOF) && !(events & EPOLLERR))
+	/* An orderly hang-up already seen is no news (edge-triggered, it
+	 * comes again with each later wake-up of the socket). */
+	if ((conn->flags & TCP_C_SOCK_EOF) && (conn->flags & TCP_C_SHUT_WR) &&
+	    !(events & EPOLLERR))
 		events &= ~(uint32_t)EPOLLHUP;
 	if ((events & (EPOLLERR | EPOLLHUP)) && tcp_sock_error(c, fl, events))
 		return;
@@ -1567,7 +1607,7 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 		if (conn->ooo && tcp_ooo_continues(c->tcp.ooo, conn,
 						   conn->seq_from_guest))
 			conn->flags |= TCP_C_WANT_OUT;
-		if (tcp_conn_finished(c, fl))
+		if (tcp_sock_dead(c, fl) || tcp_conn_finished(c, fl))
 			return;
 		if (!conn->wnd_poll_ms)		/* no EPOLLOUT until refused */
 			tcp_wnd_poll_arm(c, fl);
@@ -1575,6 +1615,8 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) {
 		conn->sock_sent = false;
 		tcp_data_to_guest(c, fl);
+		if (tcp_sock_dead(c, fl))
+			return;
 	}
 	tcp_events_update(c, fl);
 }
@@ -1646,7 +1688,7 @@ void tcp_timer(struct ctx *c)
 		nx = flow_next(&c->flows, fl);
 		if (conn->timer_ms && now >= conn->timer_ms) {
 			conn->timer_ms = 0;
-			if (tcp_conn_timeout(c, fl))
+			if (tcp_conn_timeout(c, fl) || tcp_sock_dead(c, fl))
 				continue;
 		}
 		if (conn->wnd_poll_ms && now >= conn->wnd_poll_ms)
@@ -1739,6 +1781,19 @@ void tcp_drain_end(struct ctx *c)
 	tcp_splice_drain_end(c);
 }
 
+/* tcp_abort_stats_log() - the counters of connections ended early, once
+ * any is non-zero: host socket errors passed to the guest as RSTs. */
+static void tcp_abort_stats_log(const struct ctx *c)
+{
+	const struct tcp_stats *s = &c->tcp.st;
+	const struct stat_item st[] = {
+		{ "host errors", s->host_errors },
+	};
+
+	if (s->host_errors)
+		stats_line("tcp aborts", st, ARRAY_SIZE(st));
+}
+
 void tcp_stats_log(const struct ctx *c)
 {
 	const struct tcp_stats *s = &c->tcp.st;
@@ -1784,4 +1839,5 @@ void tcp_stats_log(const struct ctx *c)
 		stats_line("tcp ooo", ot, ARRAY_SIZE(ot));
 	}
 	tcp_tw_stats_log(c);
+	tcp_abort_stats_log(c);
 }

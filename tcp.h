@@ -33,6 +33,9 @@ struct tcp_stats {
 	uint64_t opened, refused, fwd_accepted;
 	uint64_t connect_now;		/* SYN-ACK in the SYN's round (tests) */
 	uint64_t rst_to_guest, rst_from_guest;
+	uint64_t host_errors;		/* host socket errors and resets that
+					 * reset the guest (EPOLLERR, an
+					 * unexpected hang-up, a failed call) */
 	uint64_t chacks;		/* ACKs answering an RST or SYN that
 					 * does not fit the connection, or a
 					 * segment outside the window (RFC 5961;

@@ -110,6 +110,10 @@ struct tcp_conn {
 	uint8_t ooo;			/* out-of-order queue slot + 1, 0: none
 					 * (tcp_ooo.c) */
 	uint8_t sockopt;		/* TCP_SO_*: lazily set options */
+	uint8_t sock_err;		/* a hard error (errno) a call on the
+					 * socket returned, 0: none; reset
+					 * at the next safe point
+					 * (tcp_sock_failed()) */
 	uint16_t mss_to_guest;		/* payload bytes per segment to guest */
 	uint16_t mss_host;		/* TCP_MAXSEG of the socket */
 
@@ -253,6 +257,13 @@ struct pkt;
 
 /* tcp.c */
 int64_t tcp_now_ms(const struct ctx *c);
+/* tcp_sock_failed() - a system call on the connection's socket failed
+ * with err. A hard error (the peer's RST, a timeout, unreachable) is
+ * kept in sock_err: the call took the socket's pending error with it, so
+ * EPOLLERR may never report it, and the caller may not be where the
+ * flow can be freed. Soft ones (EAGAIN, EINTR, ENOBUFS, ENOMEM) are not
+ * kept. */
+void tcp_sock_failed(struct tcp_conn *conn, int err);
 void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
 /* TCP_EP_EVENTS - a TCP socket's epoll registration, for its life */
 #define TCP_EP_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)

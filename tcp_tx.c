@@ -438,6 +438,8 @@ void tcp_consume(struct ctx *c, struct flow *fl)
 	if (!conn->consume || conn->sock < 0)
 		return;
 	n = recv(conn->sock, NULL, conn->consume, MSG_TRUNC | MSG_DONTWAIT);
+	if (n < 0)
+		tcp_sock_failed(conn, errno);
 	if (n <= 0)
 		return;
 	conn->consume -= (uint32_t)MIN((size_t)n, (size_t)conn->consume);
@@ -825,8 +827,10 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	mh.msg_iov = iov;
 	mh.msg_iovlen = ni;
 	r = recvmsg(conn->sock, &mh, MSG_PEEK | MSG_DONTWAIT);
-	if (r < 0 && errno != EAGAIN && errno != EINTR)
+	if (r < 0 && errno != EAGAIN && errno != EINTR) {
+		tcp_sock_failed(conn, errno);
 		return -1;
+	}
 	if (r <= (ssize_t)skip) {
 		/* a guess found nothing (EAGAIN, or 0 at the EOF) */
 		if (avail == SIZE_MAX && tcp_read_end(c, fl, 0, n, avail, room))

@@ -1,0 +1,135 @@
+/* test_tcp_abort.c - connections ended before their time (issue 25):
+ * a host peer's reset or a socket error reaches the guest as an RST
+ * whatever ferry was doing with the socket, and the flow and its socket
+ * are freed. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/tcp.h>
+
+#include "ferry.h"
+#include "pkt.h"
+#include "tcp_conn.h"
+#include "unit.h"
+#include "util.h"
+#include "tcp_harness.h"
+
+/* sock_closed() - poll (1 ms steps, 5 s) until the kernel closed ferry's
+ * socket s (the peer's RST taken in: TCP_CLOSE), without reading its
+ * error (TCP_INFO leaves SO_ERROR alone). */
+static bool sock_closed(int s)
+{
+	struct timespec t0, now;
+
+	now_mono(&t0);
+	do {
+		struct tcp_info ti;
+		socklen_t sl = sizeof(ti);
+
+		if (!getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &sl) &&
+		    ti.tcpi_state == TCP_CLOSE)
+			return true;
+		usleep(1000);
+		now_mono(&now);
+	} while (ts_ms_diff(&now, &t0) < 5000);
+	return false;
+}
+
+/* rst_sent() - whether one of the frames to the guest is an RST. */
+static bool rst_sent(struct ctx *c)
+{
+	struct pkt p;
+	size_t i;
+
+	for (i = 0; i < test_tx_n(c); i++)
+		if (seg_at(c, i, &p) && (p.tcp.flags & TCP_F_RST))
+			return true;
+	return false;
+}
+
+/* abort_peer() - the host peer closes with SO_LINGER {1, 0}: an RST. */
+static void abort_peer(int a)
+{
+	struct linger l = { 1, 0 };
+
+	setsockopt(a, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	close(a);
+}
+
+/* reset_then_send() - the host peer a aborts; once ferry's socket took
+ * the RST in (and before ferry saw any event of it), the guest sends.
+ * Whether the guest then got an RST and the flow is gone. */
+static bool reset_then_send(struct tguest *g, int a)
+{
+	struct ctx *c = g->c;
+	struct tcp_conn *conn = FLOW_PRIV(flow_first(&c->flows, FLOW_TCP),
+					  struct tcp_conn);
+
+	guest_send(g, TCP_F_ACK, "abc", 3, NULL, 0);
+	pump(c, 20, 0);
+	abort_peer(a);
+	if (!sock_closed(conn->sock))
+		return false;
+	test_tx_reset(c);
+	guest_send(g, TCP_F_ACK, "def", 3, NULL, 0);
+	pump(c, 200, 1);
+	return rst_sent(c) && !c->flows.count[FLOW_TCP];
+}
+
+/* The host peer resets while the guest sends: the guest's next data
+ * meets the reset in ferry's sendmsg(), which takes the socket's error
+ * with it, so the EPOLLERR that would have said it never comes; the
+ * socket then reports a bare hang-up. Until issue 25 that hang-up was
+ * taken for the peer's orderly close: the guest got a FIN, its data
+ * went nowhere (no RST, the flow and its socket kept for 2 hours). */
+TEST(tcp_abort_host_rst_seen_by_write)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40700 };
+	int a = tconn_open(&g, false, NULL);
+
+	CHECK(a >= 0);
+	CHECK(reset_then_send(&g, a));
+	CHECK_EQ(c->tcp.st.host_errors, 1);
+	tconn_close(&g, -1);
+}
+
+/* The same reset during a half-close: the host shut its sending side
+ * (ferry sent the guest its FIN) and reads on, then aborts. */
+TEST(tcp_abort_host_rst_after_host_fin)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40701 };
+	struct pkt p;
+	int a = tconn_open(&g, false, NULL);
+
+	CHECK(a >= 0);
+	shutdown(a, SHUT_WR);
+	CHECK(fin_delivered(a));
+	test_tx_reset(c);
+	pump(c, 200, 1);
+	CHECK(seg_at(c, 0, &p));
+	CHECK(p.tcp.flags & TCP_F_FIN);
+	g.ack = p.tcp.seq + 1;
+	CHECK(reset_then_send(&g, a));
+	tconn_close(&g, -1);
+}
+
+/* The reset while nothing is written (the guest idle): EPOLLERR, an RST
+ * to the guest, counted as a host error. */
+TEST(tcp_abort_host_rst_idle)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40702 };
+	int a = tconn_open(&g, false, NULL);
+
+	CHECK(a >= 0);
+	test_tx_reset(c);
+	abort_peer(a);
+	pump(c, 2000, 1);
+	CHECK(rst_sent(c));
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	CHECK_EQ(c->tcp.st.host_errors, 1);
+	tconn_close(&g, -1);
+}
