@@ -267,12 +267,13 @@ void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)
 		conn->sock = -1;
 	}
 	tcp_ooo_release(c->tcp.ooo, conn);
+	tcp_half_open_del(c, fl);
 	flow_free(&c->flows, fl);
 }
 
 /* tcp_reset_both() - give up on a connection: RST to the guest, and the
  * socket aborted (RST to the peer, no TIME_WAIT). */
-static void tcp_reset_both(struct ctx *c, struct flow *fl)
+void tcp_reset_both(struct ctx *c, struct flow *fl)
 {
 	tcp_send_flags(c, fl, TCP_F_RST | TCP_F_ACK);
 	c->tcp.st.rst_to_guest++;
@@ -694,7 +695,7 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 		tcp_rst_reply(c, p);
 		return p->is_v6 ? DROP_IP6_DST : DROP_IP4_DST;
 	}
-	if (!tcp_fd_room(c, 1)) {
+	if (!tcp_half_open_admit(c)) {	/* the oldest half-open may go */
 		tcp_rst_reply(c, p);
 		return DROP_TCP_FD_BUDGET;
 	}
@@ -725,6 +726,7 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 	conn->seq_acked_by_guest = conn->seq_to_guest;
 	conn->last_ms = tcp_now_ms(c);
 	conn->ka_ms = conn->last_ms + TCP_KA_ARM_MS;
+	tcp_half_open_add(c, fl);
 	if (tcp_ep_add(c, fl)) {
 		tcp_rst_reply(c, p);
 		tcp_conn_close(c, fl, true);
@@ -793,6 +795,7 @@ void tcp_established(struct ctx *c, struct flow *fl)
 	if (!conn->retries)	/* Karn: not after a retransmission */
 		tcp_rtt_sample(c, conn, seq_add(conn->isn_to_guest, 1));
 	conn->state = TCP_CS_ESTABLISHED;
+	tcp_half_open_del(c, fl);
 	conn->retries = 0;
 	conn->timer_ms = 0;
 	/* No SO_PEEK_OFF yet: tcp_tx.c turns it on once a read has more
@@ -1782,15 +1785,17 @@ void tcp_drain_end(struct ctx *c)
 }
 
 /* tcp_abort_stats_log() - the counters of connections ended early, once
- * any is non-zero: host socket errors passed to the guest as RSTs. */
+ * any is non-zero: host socket errors passed to the guest as RSTs,
+ * half-open connections abandoned for new ones (tcp_guard.c). */
 static void tcp_abort_stats_log(const struct ctx *c)
 {
 	const struct tcp_stats *s = &c->tcp.st;
 	const struct stat_item st[] = {
 		{ "host errors", s->host_errors },
+		{ "half-open evicted", s->half_open_evicted },
 	};
 
-	if (s->host_errors)
+	if (s->host_errors || s->half_open_evicted)
 		stats_line("tcp aborts", st, ARRAY_SIZE(st));
 }
 

@@ -36,6 +36,8 @@ struct tcp_stats {
 	uint64_t host_errors;		/* host socket errors and resets that
 					 * reset the guest (EPOLLERR, an
 					 * unexpected hang-up, a failed call) */
+	uint64_t half_open_evicted;	/* half-open connections abandoned to
+					 * admit a new SYN (tcp_guard.c) */
 	uint64_t chacks;		/* ACKs answering an RST or SYN that
 					 * does not fit the connection, or a
 					 * segment outside the window (RFC 5961;
@@ -81,6 +83,9 @@ struct tcp_state {
 	uint32_t dirty[TCP_DIRTY_MAX];	/* flow indices with batch work */
 	struct tcp_ooo_pool *ooo;	/* out-of-order queue (tcp_ooo.c) */
 	uint32_t max_fds;		/* fd budget of TCP (tcp_fd_room()) */
+	uint32_t ho_head, ho_tail;	/* half-open connections, oldest first
+					 * (tcp_guard.c), valid with ho_n */
+	uint32_t ho_n;
 	/* Delayed ACKs, a ring in deadline order (one fixed delay); ack_sent:
 	 * the connection's at queueing, an entry is stale once it moved */
 	struct { uint32_t idx; uint32_t ack_sent; int64_t due_ms; }

@@ -116,6 +116,10 @@ struct tcp_conn {
 					 * (tcp_sock_failed()) */
 	uint16_t mss_to_guest;		/* payload bytes per segment to guest */
 	uint16_t mss_host;		/* TCP_MAXSEG of the socket */
+	bool half_open;			/* in the half-open list (tcp_guard.c):
+					 * guest SYN seen, handshake not done */
+	uint8_t ka_probes;		/* keepalive probes to the guest sent
+					 * since it was last heard of */
 
 	/* host -> guest (our sequence space) */
 	seq_t isn_to_guest;		/* our ISN */
@@ -208,6 +212,9 @@ struct tcp_conn {
 	uint8_t tlp;			/* enum tcp_tlp_state */
 	int64_t rto_ms;			/* with TCP_TLP_ARMED: the RTO's
 					 * deadline, timer_ms the probe's */
+
+	uint32_t ho_prev, ho_next;	/* the half-open list, oldest first
+					 * (flow indices, FLOW_NONE: end) */
 };
 
 /* The tail loss probe (RFC 8985 section 7, tcp_tx.c tcp_tlp_arm()). */
@@ -280,6 +287,25 @@ uint32_t tcp_fd_budget(uint32_t nofile);
  * connects (which can wait TCP_CONNECT_TIMEOUT_MS each) never hold
  * every fd. */
 bool tcp_fd_room(const struct ctx *c, unsigned int n);
+
+/* TCP_HALF_OPEN_SHARE - half-open connections (guest SYN seen, the
+ * host connect() running or our SYN-ACK unanswered) hold at most
+ * 1/TCP_HALF_OPEN_SHARE of the TCP fd budget (tcp_guard.c). */
+#define TCP_HALF_OPEN_SHARE	2
+/* tcp_half_open_add() - a new guest-initiated connection: at the end of
+ * the half-open list (the newest). */
+void tcp_half_open_add(struct ctx *c, struct flow *fl);
+/* tcp_half_open_del() - the connection is established or closing: off
+ * the list (nothing if not on it). */
+void tcp_half_open_del(struct ctx *c, struct flow *fl);
+/* tcp_half_open_admit() - before a guest SYN takes a socket: abandon
+ * the oldest half-open connections (RST to the guest) while the
+ * half-open share is taken or the budget is full. Returns whether the
+ * budget has room for the new one. */
+bool tcp_half_open_admit(struct ctx *c);
+/* tcp_reset_both() - give up on a connection: RST to the guest, the
+ * socket aborted, the flow freed (tcp.c). */
+void tcp_reset_both(struct ctx *c, struct flow *fl);
 
 /* tcp_ep_add() - register a new connection's socket (its sock, state and
  * flags set) with the loop. Returns 0 or -errno. */

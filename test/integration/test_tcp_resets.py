@@ -13,10 +13,12 @@ middle of a download: the host sender hears it.
 Each run is one connection of a few MiB: seconds per run on the loaded
 test machine, 50 runs per direction.
 """
-import os
 import fcntl
+import os
+import signal
 import socket
 import struct
+import subprocess
 import threading
 import time
 
@@ -62,6 +64,10 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
 s.close()
 print("rst")
 """
+
+# No automatic forwarding: its listeners for the tests' own host ports
+# would come and go in ferry's fd count.
+NO_FWD = ["-t", "none", "-u", "none", "-T", "none", "-U", "none"]
 
 LINGER0 = b"\x01\x00\x00\x00\x00\x00\x00\x00"
 
@@ -139,10 +145,10 @@ def upload_reset_once(f, v6, how, nbytes):
         return r.stdout.strip(), time.monotonic() - t0
 
 
-def fds_back(f, base):
-    """Whether ferry's fd count comes back to base within 10 s."""
+def fds_back(f, base, timeout=10):
+    """Whether ferry's fd count comes back to base within timeout s."""
     try:
-        conftest.wait_for(lambda: fd_count(f) <= base, 10, "fds")
+        conftest.wait_for(lambda: fd_count(f) <= base, timeout, "fds")
         return True
     except AssertionError:
         return False
@@ -152,7 +158,7 @@ def fds_back(f, base):
 def test_tcp_host_reset_mid_upload(ferry_ns, v6):
     """RUNS uploads aborted by the host at varied points: every one is
     a reset for the guest, and ferry's fds return to the baseline."""
-    f = ferry_ns()
+    f = ferry_ns(args=NO_FWD)
     hows = ("reading", "full", "halfclose")
     upload_reset_once(f, v6, "reading", MiB)        # warm-up
     base = fd_count(f)
@@ -190,7 +196,7 @@ def host_download_server(srv, result):
 def test_tcp_guest_reset_mid_download(ferry_ns, v6):
     """RUNS downloads aborted by the guest after varied amounts: the
     host sender hears the reset every time, ferry's fds come back."""
-    f = ferry_ns()
+    f = ferry_ns(args=NO_FWD)
     laddr, caddr = target(f, v6)
     fam = socket.AF_INET6 if v6 else socket.AF_INET
     base = None
@@ -217,3 +223,122 @@ def test_tcp_guest_reset_mid_download(ferry_ns, v6):
             base = fd_count(f)
     assert not bad, ("runs (i, bytes, host saw, ferry fds) not reset or "
                      f"leaking: {bad}")
+
+
+# A SYN flood from the guest: IPv4 SYNs from sources the guest does not
+# own (its kernel drops our SYN-ACKs, never answers them), to dst:dport.
+GUEST_FLOOD = r"""
+import socket, struct, sys
+dst, dport, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+d4 = socket.inet_aton(dst)
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+def csum(b):
+    t = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    t = (t & 0xffff) + (t >> 16)
+    return ~((t & 0xffff) + (t >> 16)) & 0xffff
+sent = 0
+for i in range(n):
+    src = bytes([198, 51, 100, 10 + i % 240])
+    sport = 1024 + (i // 240) % 60000
+    tcp = struct.pack('!HHIIBBHHH', sport, dport, i * 7919, 0, 0x50, 0x02,
+                      65535, 0, 0)
+    c = csum(src + d4 + b'\0\x06\0\x14' + tcp)
+    tcp = tcp[:16] + struct.pack('!H', c) + tcp[18:]
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 40, 0, 0, 64, 6, 0, src, d4)
+    try:
+        s.sendto(ip + tcp, (dst, 0))
+        sent += 1
+    except OSError:
+        pass
+print(sent)
+"""
+
+# Ordinary connections, one after the other: each connects, has one byte
+# echoed, closes; prints how many of n did within 5 s each.
+GUEST_ORDINARY = r"""
+import socket, sys
+ok = 0
+for i in range(int(sys.argv[3])):
+    try:
+        s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 5)
+        s.settimeout(5)
+        s.sendall(b"x")
+        ok += s.recv(1) == b"x"
+        s.close()
+    except OSError:
+        pass
+print(ok)
+"""
+
+
+def echo_server(srv, stop):
+    """Echo one byte on every connection until stop is set."""
+    srv.settimeout(0.2)
+    while not stop.is_set():
+        try:
+            s, _ = srv.accept()
+        except socket.timeout:
+            continue
+        with s:
+            s.settimeout(5)
+            try:
+                s.sendall(s.recv(1))
+            except OSError:
+                pass
+
+
+def rss_kib(f):
+    with open(f"/proc/{f.proc.pid}/status") as st:
+        return int(next(l for l in st if l.startswith("VmRSS:")).split()[1])
+
+
+def test_tcp_syn_flood_leaves_room(ferry_ns):
+    """100 000 spoofed-source SYNs toward a host port whose connects never
+    complete (a listener with a full accept queue): during the flood at
+    least 95% of 50 ordinary new connections succeed; after it ferry's
+    fds come back to the baseline and its RSS stops growing (a second
+    flood adds nothing)."""
+    f = ferry_ns(args=NO_FWD)
+    laddr, caddr = target(f, False)
+    stop = threading.Event()
+    with socket.socket() as dead, socket.socket() as srv:
+        dead.bind((laddr, 0))
+        dead.listen(0)
+        filler = socket.create_connection(dead.getsockname())  # queue full
+        srv.bind((laddr, 0))
+        srv.listen(128)
+        th = threading.Thread(target=echo_server, args=(srv, stop))
+        th.start()
+        try:
+            ordinary = ["python3", "-c", GUEST_ORDINARY, caddr,
+                        str(srv.getsockname()[1])]
+            assert f.guest(ordinary + ["3"]).stdout.strip() == "3"
+            base, rss = fd_count(f), []
+            for _ in range(2):
+                flood = subprocess.Popen(
+                    ["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                     "--preserve-credentials", "python3", "-c", GUEST_FLOOD,
+                     caddr, str(dead.getsockname()[1]), "100000"],
+                    stdout=subprocess.PIPE, text=True)
+                conftest.wait_for(lambda: fd_count(f) > base + 500, 30,
+                                  "the flood's pending connects")
+                ok = int(f.guest(ordinary + ["50"], timeout=300)
+                         .stdout.strip())
+                during = fd_count(f)
+                sent = int(flood.communicate(timeout=120)[0])
+                if not fds_back(f, base, 60):
+                    f.proc.send_signal(signal.SIGUSR1)
+                    conftest.wait_for(lambda: "tcp opened" in f.output(), 5)
+                    raise AssertionError(
+                        f"ferry's fds {fd_count(f)}, baseline {base} (ok "
+                        f"{ok}, {during} during):\n" + f.output()[-3000:])
+                rss.append(rss_kib(f))
+                print(f"flood: {sent} SYNs sent, {ok}/50 ordinary "
+                      f"connections, {during} fds during, RSS {rss[-1]} KiB")
+                assert ok >= 48, f"{ok} of 50 ordinary connections: " + \
+                    f.output()[-2000:]
+            assert rss[1] <= rss[0] + 2048, rss
+        finally:
+            stop.set()
+            th.join()
+            filler.close()

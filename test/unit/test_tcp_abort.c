@@ -133,3 +133,88 @@ TEST(tcp_abort_host_rst_idle)
 	CHECK_EQ(c->tcp.st.host_errors, 1);
 	tconn_close(&g, -1);
 }
+
+/* half_open_syn() - a guest SYN from port sport; returns the first frame
+ * ferry sent back in *p (false: none). */
+static bool half_open_syn(struct tguest *g, uint16_t sport, struct pkt *p)
+{
+	test_tx_reset(g->c);
+	g->sport = sport;
+	g->seq = 1000u * sport;
+	guest_send(g, TCP_F_SYN, NULL, 0, NULL, 0);
+	pump(g->c, 2000, 1);
+	return seg_at(g->c, 0, p);
+}
+
+/* A SYN flood whose SYN-ACKs the guest never answers held the whole fd
+ * budget, and every new connection was refused (issue 25, item 6): now
+ * half-open connections hold at most half of it, and a new SYN beyond
+ * that abandons the oldest (RST to it) and is admitted. Fails before:
+ * the fifth SYN fit the budget, nothing was abandoned. */
+TEST(tcp_half_open_share_abandons_oldest)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c };
+	int ls = listener(false, &g.dport);
+	struct pkt p, q;
+	uint16_t i;
+
+	CHECK(ls >= 0);
+	c->tcp.max_fds = 8;		/* half-open: 4 at most */
+	for (i = 0; i < 4; i++) {
+		CHECK(half_open_syn(&g, (uint16_t)(40710 + i), &p));
+		CHECK_EQ(p.tcp.flags, TCP_F_SYN | TCP_F_ACK);
+	}
+	CHECK(half_open_syn(&g, 40714, &p));
+	CHECK_EQ(test_tx_n(c), 2);
+	CHECK(seg_at(c, 1, &q));
+	/* the oldest (40710) is reset, the new one answered */
+	CHECK_EQ(p.tcp.flags & TCP_F_RST, TCP_F_RST);
+	CHECK_EQ(p.tcp.dport, 40710);
+	CHECK_EQ(q.tcp.flags, TCP_F_SYN | TCP_F_ACK);
+	CHECK_EQ(q.tcp.dport, 40714);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 4);
+	CHECK_EQ(c->tcp.ho_n, 4);
+	CHECK_EQ(c->tcp.st.half_open_evicted, 1);
+	CHECK_EQ(c->stats.drops[DROP_TCP_FD_BUDGET], 0);
+	close(ls);
+	tcp_test_free(c);
+}
+
+/* Established connections keep their place: with the budget full of
+ * them but one half-open, a SYN abandons that one; once all are
+ * established, a SYN is refused as before. */
+TEST(tcp_half_open_never_established)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c };
+	int ls = listener(false, &g.dport);
+	struct pkt p;
+	uint16_t i;
+
+	CHECK(ls >= 0);
+	c->tcp.max_fds = 4;
+	for (i = 0; i < 3; i++) {	/* three established */
+		CHECK(half_open_syn(&g, (uint16_t)(40720 + i), &p));
+		g.ack = p.tcp.seq + 1;
+		guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	}
+	CHECK_EQ(c->tcp.ho_n, 0);
+	CHECK(half_open_syn(&g, 40723, &p));	/* the budget's last fd */
+	CHECK_EQ(p.tcp.flags, TCP_F_SYN | TCP_F_ACK);
+	CHECK(half_open_syn(&g, 40724, &p));	/* abandons 40723 */
+	CHECK_EQ(p.tcp.dport, 40723);
+	CHECK(p.tcp.flags & TCP_F_RST);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 4);
+	g.ack = 0;
+	CHECK(seg_at(c, 1, &p));
+	g.ack = p.tcp.seq + 1;
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);	/* all established */
+	CHECK(half_open_syn(&g, 40725, &p));
+	CHECK_EQ(p.tcp.flags, TCP_F_RST | TCP_F_ACK);
+	CHECK_EQ(p.tcp.dport, 40725);
+	CHECK_EQ(c->stats.drops[DROP_TCP_FD_BUDGET], 1);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 4);
+	close(ls);
+	tcp_test_free(c);
+}
