@@ -279,7 +279,7 @@ static bool h_sandbox(struct conf *c, struct pstate *ps, const struct opt *o,
 }
 
 /* h_secs() - a time in whole seconds, 0..CONF_LINGER_MAX, into the
- * unsigned int at o->off (--linger, --stats). */
+ * unsigned int at o->off (--linger, --stats, --tcp-keepalive). */
 static bool h_secs(struct conf *c, struct pstate *ps, const struct opt *o,
 		   const char *arg)
 {
@@ -854,6 +854,8 @@ static const struct opt opts[] = {
 	     "no tap device: only forward between the loopbacks"),
 	{ "busy-poll", 0, "USEC", M_ALL, h_busy_poll, 0, 0, 0,
 	  "poll up to USEC before sleeping after traffic (default 50, 0: off)" },
+	{ "tcp-keepalive", 0, "SECONDS", M_ALL, h_secs, OFF(tcp_ka_s), 0, 0,
+	  "probe the guest after a TCP connection idles (default 300, 0: off)" },
 	{ "sandbox", 0, "off|on|strict", M_ALL, h_sandbox, 0, 0, 0,
 	  "confinement after set-up (default on; strict: all layers or exit)" },
 	{ "linger", 0, "SECONDS", M_ALL, h_secs, OFF(linger_s), 0, 0,
@@ -879,6 +881,7 @@ static void conf_defaults(struct conf *c, enum mode mode)
 	c->busy_poll_us = BP_DEFAULT_US;
 	c->sandbox = SANDBOX_ON;
 	c->linger_s = CONF_LINGER_DEFAULT;
+	c->tcp_ka_s = TCP_KA_IDLE_S;
 	memcpy(c->our_mac, mac, 6);
 }
 

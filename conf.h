@@ -34,13 +34,16 @@ enum conf_print { CONF_PRINT_NONE = 0, CONF_PRINT_HELP, CONF_PRINT_VERSION,
  * any layer cannot be applied. */
 enum sandbox_mode { SANDBOX_ON = 0, SANDBOX_OFF, SANDBOX_STRICT };
 
+/* --tcp-keepalive: the default idle time (seconds, tcp_guard.c). */
+#define TCP_KA_IDLE_S		300
+
 #define CONF_MAX_DNS	4
 #define CONF_MAX_SEARCH	6
 #define CONF_NAME_MAX	256
 #define CONF_MAX_ADDRS	16		/* host addresses copied, per family */
 #define CONF_MAX_ROUTES	64		/* host routes copied, per family */
 #define CONF_LINGER_DEFAULT	30	/* --linger: seconds (drain.c) */
-#define CONF_LINGER_MAX		86400
+#define CONF_LINGER_MAX		86400	/* --linger, --stats, --tcp-keepalive */
 
 /* What --config-net copies from the template interface besides the
  * guest's address and default route (hostconf.c fills it, ns.c applies
@@ -138,6 +141,9 @@ struct conf {
 					 * most this long (drain.c) */
 	unsigned int stats_s;		/* --stats: log the statistics every
 					 * so many seconds, 0: never */
+	unsigned int tcp_ka_s;		/* --tcp-keepalive: seconds a TCP
+					 * connection is idle before ferry
+					 * probes the guest, 0: never */
 
 	/* Namespace mode */
 	bool config_net;		/* --config-net */

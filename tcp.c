@@ -63,8 +63,8 @@
  * Timers run from the event loop's module timer: each connection has one
  * deadline (handshake, retransmission, zero-window probe; while it comes
  * first, the tail loss probe's, with the RTO's kept aside: tcp_tx.c)
- * plus an inactivity limit; host-side keepalives are the kernel's
- * (SO_KEEPALIVE).
+ * plus an inactivity limit and keepalives toward the guest (tcp_guard.c);
+ * host-side keepalives are the kernel's (SO_KEEPALIVE).
  */
 #include <errno.h>
 #include <unistd.h>
@@ -1242,6 +1242,7 @@ static enum drop_reason tcp_rst_input(struct ctx *c, struct flow *fl,
 		return DROP_TCP_CHALLENGE;
 	}
 	c->tcp.st.rst_from_guest++;
+	tcp_keepalive_heard(c, conn, true);
 	tcp_conn_close(c, fl, true);
 	return DROP_NONE;
 }
@@ -1265,6 +1266,7 @@ static enum drop_reason tcp_conn_input(struct ctx *c, struct flow *fl,
 	if (t->flags & TCP_F_RST)
 		return tcp_rst_input(c, fl, p);
 	conn->last_ms = tcp_now_ms(c);
+	tcp_keepalive_heard(c, conn, false);
 	if (!synced && !tcp_handshake_input(c, fl, p, &r))
 		return r;
 	if (t->flags & TCP_F_SYN) {
@@ -1703,6 +1705,8 @@ void tcp_timer(struct ctx *c)
 			tcp_reset_both(c, fl);
 			continue;
 		}
+		if (tcp_keepalive(c, fl, now, &next))
+			continue;
 		if (conn->flags & TCP_C_WAS_ZERO) {
 			tcp_stuck_check(c, fl);
 			next = MIN(next, now + TCP_STUCK_MS);
@@ -1786,16 +1790,20 @@ void tcp_drain_end(struct ctx *c)
 
 /* tcp_abort_stats_log() - the counters of connections ended early, once
  * any is non-zero: host socket errors passed to the guest as RSTs,
- * half-open connections abandoned for new ones (tcp_guard.c). */
+ * half-open connections abandoned for new ones, keepalives to the guest
+ * (tcp_guard.c). */
 static void tcp_abort_stats_log(const struct ctx *c)
 {
 	const struct tcp_stats *s = &c->tcp.st;
 	const struct stat_item st[] = {
 		{ "host errors", s->host_errors },
 		{ "half-open evicted", s->half_open_evicted },
+		{ "keepalives sent/answered/resets", s->ka_probes },
+		{ NULL, s->ka_answered }, { NULL, s->ka_resets },
 	};
 
-	if (s->host_errors || s->half_open_evicted)
+	if (s->host_errors || s->half_open_evicted || s->ka_probes ||
+	    s->ka_resets)
 		stats_line("tcp aborts", st, ARRAY_SIZE(st));
 }
 

@@ -38,6 +38,10 @@ struct tcp_stats {
 					 * unexpected hang-up, a failed call) */
 	uint64_t half_open_evicted;	/* half-open connections abandoned to
 					 * admit a new SYN (tcp_guard.c) */
+	uint64_t ka_probes, ka_answered;	/* keepalives to the guest,
+					 * and the guest's answers to them */
+	uint64_t ka_resets;		/* ... connections they reset: no
+					 * answer, or the guest's RST */
 	uint64_t chacks;		/* ACKs answering an RST or SYN that
 					 * does not fit the connection, or a
 					 * segment outside the window (RFC 5961;

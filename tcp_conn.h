@@ -303,6 +303,21 @@ void tcp_half_open_del(struct ctx *c, struct flow *fl);
  * half-open share is taken or the budget is full. Returns whether the
  * budget has room for the new one. */
 bool tcp_half_open_admit(struct ctx *c);
+/* Keepalives toward the guest (tcp_guard.c): the idle time is
+ * --tcp-keepalive (conf.tcp_ka_s); then probes every fifth of it, within
+ * these bounds, and a reset after this many unanswered. */
+#define TCP_KA_INTVL_MIN_MS	1000
+#define TCP_KA_INTVL_MAX_MS	75000
+#define TCP_KA_PROBES		4
+/* tcp_keepalive() - from the timer scan, for an established connection:
+ * a keepalive probe when it is due, a reset both ways after TCP_KA_PROBES
+ * unanswered; *next lowered to its next keepalive deadline. Returns true
+ * when the flow was freed. */
+bool tcp_keepalive(struct ctx *c, struct flow *fl, int64_t now,
+		   int64_t *next);
+/* tcp_keepalive_heard() - a segment from the guest (rst: an RST that
+ * ends the connection) after keepalive probes: they are answered. */
+void tcp_keepalive_heard(struct ctx *c, struct tcp_conn *conn, bool rst);
 /* tcp_reset_both() - give up on a connection: RST to the guest, the
  * socket aborted, the flow freed (tcp.c). */
 void tcp_reset_both(struct ctx *c, struct flow *fl);
@@ -338,6 +353,9 @@ void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd);
 /* tcp_tx.c */
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);
 void tcp_rst_reply(struct ctx *c, const struct pkt *p);
+/* tcp_send_probe() - an ACK one byte below snd_nxt, no data: the
+ * guest answers with its ACK and window (zero-window probe, keepalive). */
+void tcp_send_probe(struct ctx *c, struct flow *fl);
 /* tcp_reply() - a bare segment answering guest segment p, which has no
  * connection (RST, or a closed connection's ACK: tcp_tw.c). */
 void tcp_reply(struct ctx *c, const struct pkt *p, uint32_t seq, uint32_t ack,

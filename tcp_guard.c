@@ -1,5 +1,6 @@
 /* tcp_guard.c - TCP connections that must not hold resources for ever:
- * the half-open connections' share of the fd budget.
+ * the half-open connections' share of the fd budget, and keepalives
+ * toward a guest that may be gone.
  *
  * Theory of operation
  *
@@ -17,10 +18,31 @@
  * share taken, or the budget full while some are half-open, abandons the
  * oldest one (an RST to the guest, the socket aborted) to be admitted.
  * Established connections are never abandoned for a new one.
+ *
+ * Keepalives toward the guest. A guest that reboots, or a container
+ * whose process died without closing, leaves its connections open on
+ * ferry's side: host sockets and remote peers hanging until the 2-hour
+ * inactivity limit. Once an established connection has been idle for
+ * --tcp-keepalive seconds (last_ms: the last segment from the guest or
+ * read from the host), ferry probes the guest with RFC 9293 3.8.4's
+ * keep-alive, an ACK at SND.NXT - 1 without data (tcp_tx.c
+ * tcp_send_probe()): a live guest answers with an ACK (any segment from
+ * it counts), one that lost the connection with an RST (which resets the
+ * host side: tcp.c), a gone one not at all. Probes go every
+ * tcp_ka_intvl_ms(), and after TCP_KA_PROBES unanswered ones the
+ * connection is reset both ways and its socket freed. A connection with
+ * data in flight needs none: its retransmission timer gives up after
+ * TCP_DATA_RETRIES.
+ *
+ * Their timers cost no scan of their own: the keepalive deadline is one
+ * more deadline of the loop's TCP timer scan (tcp.c tcp_timer()), rounded
+ * up to a quarter of the probe interval so that idle connections whose
+ * deadlines fall close together share one scan.
  */
 #include "ferry.h"
 #include "log.h"
 #include "tcp_conn.h"
+#include "util.h"
 
 /* conn_at() - the connection record of TCP flow idx. */
 static struct tcp_conn *conn_at(struct ctx *c, uint32_t idx)
@@ -83,4 +105,51 @@ bool tcp_half_open_admit(struct ctx *c)
 		tcp_reset_both(c, oldest);	/* unlinks it */
 	}
 	return tcp_fd_room(c, 1);
+}
+
+/* tcp_ka_intvl_ms() - the time between keepalive probes: a fifth of the
+ * idle time, within [TCP_KA_INTVL_MIN_MS, TCP_KA_INTVL_MAX_MS]. */
+static int64_t tcp_ka_intvl_ms(const struct ctx *c)
+{
+	int64_t i = (int64_t)c->conf.tcp_ka_s * 1000 / 5;
+
+	return MIN(MAX(i, TCP_KA_INTVL_MIN_MS), TCP_KA_INTVL_MAX_MS);
+}
+
+bool tcp_keepalive(struct ctx *c, struct flow *fl, int64_t now,
+		   int64_t *next)
+{
+	struct tcp_conn *conn = FLOW_PRIV(fl, struct tcp_conn);
+	int64_t intvl = tcp_ka_intvl_ms(c), grain = intvl / 4, due;
+
+	if (!c->conf.tcp_ka_s || conn->state != TCP_CS_ESTABLISHED)
+		return false;
+	due = conn->last_ms + (int64_t)c->conf.tcp_ka_s * 1000 +
+	      conn->ka_probes * intvl;
+	if (now >= due) {
+		if (conn->ka_probes >= TCP_KA_PROBES) {
+			debug("tcp: the guest did not answer %d keepalives",
+			      TCP_KA_PROBES);
+			c->tcp.st.ka_resets++;
+			tcp_reset_both(c, fl);
+			return true;
+		}
+		tcp_send_probe(c, fl);
+		conn->ka_probes++;
+		c->tcp.st.ka_probes++;
+		due += intvl;
+	}
+	*next = MIN(*next, (due + grain - 1) / grain * grain);
+	return false;
+}
+
+void tcp_keepalive_heard(struct ctx *c, struct tcp_conn *conn, bool rst)
+{
+	if (!conn->ka_probes)
+		return;
+	if (rst)
+		c->tcp.st.ka_resets++;
+	else
+		c->tcp.st.ka_answered++;
+	conn->ka_probes = 0;
 }

@@ -273,7 +273,7 @@ bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags)
 /* tcp_send_probe() - a zero-window probe / keepalive to the guest: an
  * ACK one byte below the next sequence number, which the guest answers
  * with its current ACK and window (RFC 9293 3.8.6.1). */
-static void tcp_send_probe(struct ctx *c, struct flow *fl)
+void tcp_send_probe(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	seq_t saved = conn->seq_to_guest;

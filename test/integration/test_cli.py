@@ -85,6 +85,9 @@ def test_unknown_option_named():
     (["ns", "--log-size", "12"], ["--log-size", "'12'"]),
     (["ns", "--busy-poll", "1001"], ["--busy-poll", "'1001'", "0-1000"]),
     (["vm", "--busy-poll", "-5"], ["--busy-poll", "'-5'"]),
+    (["ns", "--tcp-keepalive", "86401"], ["--tcp-keepalive", "'86401'",
+                                          "0-86400"]),
+    (["vm", "--tcp-keepalive", "5s"], ["--tcp-keepalive", "'5s'"]),
     (["ns", "--runas", "no-such-user-zz"], ["--runas", "no-such-user-zz"]),
     (["ns", "--hostname", "bad\nname"], ["--hostname", "bad?name"]),
     (["ns", "-I", "."], ["-I", "'.'"]),
@@ -303,7 +306,8 @@ def test_every_value_option_refuses_malformed():
     value, and for numbers a sign, an overflow and a garbage suffix, give
     one line naming the option and exit status 1 (--help after it would
     exit 0 had the value been taken)."""
-    numeric = {"mtu", "fd", "log-size", "netmask", "busy-poll"}
+    numeric = {"mtu", "fd", "log-size", "netmask", "busy-poll",
+               "tcp-keepalive"}
     modes_of = {"M_ALL": ("ns", "vm"), "M_NS": ("ns",), "M_VM": ("vm",)}
     seen = 0
     for name, modes in value_options():

@@ -342,3 +342,81 @@ def test_tcp_syn_flood_leaves_room(ferry_ns):
             stop.set()
             th.join()
             filler.close()
+
+
+# A guest client that connects, says one byte and then holds the
+# connection without a word (it is killed at the end).
+GUEST_IDLE = r"""
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 10)
+s.sendall(b"x")
+print("connected", flush=True)
+time.sleep(600)
+"""
+
+
+def test_tcp_keepalive_silent_guest(ferry_ns):
+    """--tcp-keepalive 2: a guest whose interface goes down has its
+    connection reset on the host side, and ferry's socket closed, within
+    the bound the man page gives (idle 2 s, then 4 probes 1 s apart: 6 s,
+    plus a quarter interval of timer grain), here 6 s + 3 s of slack for
+    the loaded test machine; a guest that stays up keeps its idle
+    connection through the probes."""
+    f = ferry_ns(args=NO_FWD + ["--tcp-keepalive", "2"])
+    laddr, caddr = target(f, False)
+    ifname = f.guest("ip -o link show | awk -F': ' '$2 != \"lo\" "
+                     "{print $2; exit}'").stdout.strip().split("@")[0]
+    with socket.socket() as srv:
+        srv.bind((laddr, 0))
+        srv.listen(2)
+        port = str(srv.getsockname()[1])
+        clients = []
+        try:
+            for _ in range(2):
+                cl = subprocess.Popen(
+                    ["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                     "--preserve-credentials", "python3", "-c", GUEST_IDLE,
+                     caddr, port], stdout=subprocess.PIPE, text=True)
+                clients.append(cl)
+                assert cl.stdout.readline().strip() == "connected"
+            alive, _ = srv.accept()
+            silent, _ = srv.accept()
+            for s in (alive, silent):
+                s.settimeout(10)
+                assert s.recv(1) == b"x"
+            base = fd_count(f)
+            # the first stays up through two rounds of probes
+            alive.settimeout(6)
+            try:
+                alive.recv(1)
+            except socket.timeout:
+                pass
+            assert fd_count(f) == base, "a live guest's connection went"
+            f.guest(["ip", "link", "set", "dev", ifname, "down"])
+            t0 = time.monotonic()
+            silent.settimeout(30)
+            try:
+                got = "eof" if silent.recv(1) == b"" else "data"
+            except ConnectionResetError:
+                got = "reset"
+            except socket.timeout:
+                got = "nothing in 30 s"
+            took = time.monotonic() - t0
+            print(f"keepalive: {got} after {took:.1f} s")
+            assert got == "reset", got
+            assert took <= 9, f"reset after {took:.1f} s"
+            assert fds_back(f, base - 2, 5), fd_count(f)
+            assert "keepalives sent/answered/resets" in stats_text(f)
+        finally:
+            for cl in clients:
+                cl.kill()
+                cl.wait()
+
+
+def stats_text(f):
+    """ferry's statistics lines after a SIGUSR1."""
+    before = len(f.output())
+    f.proc.send_signal(signal.SIGUSR1)
+    conftest.wait_for(lambda: "stats: tcp opened" in f.output()[before:], 5,
+                      "statistics")
+    return f.output()[before:]

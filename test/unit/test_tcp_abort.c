@@ -3,6 +3,7 @@
  * whatever ferry was doing with the socket, and the flow and its socket
  * are freed. */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -217,4 +218,101 @@ TEST(tcp_half_open_never_established)
 	CHECK_EQ(c->flows.count[FLOW_TCP], 4);
 	close(ls);
 	tcp_test_free(c);
+}
+
+/* ka_run() - advance the clock in 250 ms steps for ms, counting the
+ * keepalive probes (ACK at snd_nxt - 1, no data) and RSTs sent to the
+ * guest; stops at the first RST. */
+static void ka_run(struct ctx *c, uint32_t snd_nxt, int ms, int *probes,
+		   int *rsts)
+{
+	struct pkt p;
+	size_t i;
+
+	for (; ms > 0 && !*rsts; ms -= 250) {
+		test_tx_reset(c);
+		advance(c, 250);
+		for (i = 0; i < test_tx_n(c); i++) {
+			if (!seg_at(c, i, &p))
+				continue;
+			if (p.tcp.flags & TCP_F_RST)
+				(*rsts)++;
+			else if (p.tcp.seq == snd_nxt - 1 && !p.payload_len)
+				(*probes)++;
+		}
+	}
+}
+
+/* ka_open() - a connection for g with --tcp-keepalive 2; returns the
+ * host's socket (-1: failed), ferry's ISN in *isn. */
+static int ka_open(struct tguest *g, uint32_t *isn)
+{
+	g->c->conf.tcp_ka_s = 2;
+	return tconn_open(g, false, isn);
+}
+
+/* peer_reset() - whether the host peer a finds its connection reset
+ * (waiting up to 2 s: loopback may deliver the RST from ksoftirqd). */
+static bool peer_reset(int a)
+{
+	struct pollfd pfd = { .fd = a, .events = POLLIN };
+	char b[4];
+
+	poll(&pfd, 1, 2000);
+	return recv(a, b, sizeof(b), MSG_DONTWAIT) == -1 &&
+	       errno == ECONNRESET;
+}
+
+/* A guest gone silent (rebooted, its link down) left the connection and
+ * the host socket open for the 2-hour inactivity limit (issue 25, item
+ * 4): now, idle for --tcp-keepalive (here 2 s), ferry probes it every
+ * second (the interval's floor), and after 4 probes unanswered resets
+ * both ways within a second more. Fails before: no probe, no reset. */
+TEST(tcp_keepalive_silent_guest_reset)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40730 };
+	int probes = 0, rsts = 0;
+	uint32_t isn;
+	int a = ka_open(&g, &isn);
+
+	CHECK(a >= 0);
+	ka_run(c, isn + 1, 1750, &probes, &rsts);
+	CHECK_EQ(probes, 0);			/* not idle long enough */
+	ka_run(c, isn + 1, 6000, &probes, &rsts);
+	CHECK_EQ(probes, TCP_KA_PROBES);
+	CHECK_EQ(rsts, 1);
+	CHECK_EQ(c->tcp.st.ka_probes, TCP_KA_PROBES);
+	CHECK_EQ(c->tcp.st.ka_resets, 1);
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	CHECK(peer_reset(a));
+	tconn_close(&g, a);
+}
+
+/* A live guest answers the probe with an ACK: counted, and the
+ * connection lives on (its next probe an idle time later); a guest that
+ * lost the connection answers with an RST, which resets the host side. */
+TEST(tcp_keepalive_answered)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40731 };
+	int probes = 0, rsts = 0;
+	uint32_t isn;
+	int a = ka_open(&g, &isn);
+
+	CHECK(a >= 0);
+	ka_run(c, isn + 1, 2500, &probes, &rsts);
+	CHECK_EQ(probes, 1);
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);	/* alive */
+	CHECK_EQ(c->tcp.st.ka_answered, 1);
+	ka_run(c, isn + 1, 1500, &probes, &rsts);
+	CHECK_EQ(probes, 1);			/* idle again from its answer */
+	ka_run(c, isn + 1, 1000, &probes, &rsts);
+	CHECK_EQ(probes, 2);
+	guest_send(&g, TCP_F_RST, NULL, 0, NULL, 0);	/* rebooted */
+	CHECK_EQ(c->flows.count[FLOW_TCP], 0);
+	CHECK_EQ(c->tcp.st.ka_resets, 1);
+	CHECK_EQ(rsts, 0);
+	CHECK(peer_reset(a));
+	tconn_close(&g, a);
 }
