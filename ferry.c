@@ -3,9 +3,9 @@
  * main() picks the mode (ferry ns | ferry vm, or the program name pasta /
  * passt), parses the configuration, sets up the guest link and the
  * protocol modules and every forwarding listener, detaches (unless in the
- * foreground), gives up root (priv.c), only then lets the namespace
- * command run, and runs the event loop (loop.c). All state is in one struct ctx, allocated once
- * here.
+ * foreground), confines itself and gives up root (isolate.c, priv.c),
+ * only then lets the namespace command run, and runs the event loop
+ * (loop.c). All state is in one struct ctx, allocated once here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include <sys/signalfd.h>
 
 #include "ferry.h"
+#include "isolate.h"
 #include "log.h"
 #include "nat.h"
 #include "ndp.h"
@@ -85,6 +86,8 @@ static void daemonize(struct ctx *c)
 			die("--pid: cannot write %s: %s", c->conf.pid_file,
 			    strerror(errno));
 	}
+	if (!fg)
+		isolate_pid(c);		/* the daemon: PID 1 of its own */
 	pid = fg ? getpid() : fork();
 	if (pid < 0)
 		die("fork: %s", strerror(errno));
@@ -130,7 +133,7 @@ int main(int argc, char **argv)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (c == MAP_FAILED)
 		die("cannot allocate context");
-	c->pcap_fd = c->sigfd = c->child_pidfd = -1;
+	c->pcap_fd = c->sigfd = c->child_pidfd = c->sock_dirfd = -1;
 	argv[skip] = argv[0];
 	conf_parse(&c->conf, mode, argc - skip, argv + skip);
 	if (mode == MODE_NS)
@@ -164,13 +167,18 @@ int main(int argc, char **argv)
 	 * it may connect to a -T/-U port at once. */
 	if (mode == MODE_NS) {
 		go = ns_start(c);
+		isolate_user(c);
 		priv_ns_check(c);
 		udp_ns_init(c);
-	} else
+	} else {
 		vm_start(c);
+		isolate_user(c);
+	}
 	tcp_fwd_init(c);
 	daemonize(c);
-	priv_drop(c);
+	isolate_apply(c);		/* namespaces, Landlock, priv_drop() */
+	/* seccomp_install(c) comes here: the last set-up step */
+	isolate_report(c);
 	ns_run_command(go);
 
 	loop(c);

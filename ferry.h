@@ -21,6 +21,7 @@
 #include "flow.h"
 #include "tap.h"
 #include "icmp.h"
+#include "isolate.h"
 #include "ndp.h"
 #include "priv.h"
 #include "tcp.h"
@@ -91,6 +92,10 @@ struct ctx {
 	uint64_t pcap_bytes;		/* written to it (cap: PCAP_MAX_BYTES) */
 	int sigfd;
 	int child_pidfd;		/* ns mode: the command we started */
+	int sock_dirfd;			/* vm mode: the directory holding the
+					 * listening socket (O_PATH), to remove
+					 * it at exit from inside the sandbox;
+					 * -1: none */
 	int ns_user_fd, ns_net_fd;	/* ns mode: guest namespaces (ns_call),
 					 * user -1: not entered; valid once
 					 * ns_ready */
@@ -102,6 +107,7 @@ struct ctx {
 					 * foreground and handed it to the
 					 * command (ns.c ns_tty_back()) */
 	struct priv priv;		/* giving up root (priv.c) */
+	struct isolate iso;		/* confinement layers (isolate.c) */
 	bool quit;
 	bool draining;			/* serving open flows before exit,
 					 * until drain_due_ms (drain.c) */

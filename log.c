@@ -117,7 +117,8 @@ void log_file_pid(void)
 
 void log_to_syslog(void)
 {
-	openlog("ferry", LOG_PID, LOG_DAEMON);
+	/* Connected now: /dev/log is out of reach once confined. */
+	openlog("ferry", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	log_sink.syslog_on = true;
 }
 

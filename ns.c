@@ -41,12 +41,14 @@
  * namespace fds stay open in struct ctx for later calls.
  *
  * A joined network namespace in ferry's own user namespace (root made it:
- * "ip netns add") can be entered only with CAP_SYS_ADMIN there, which
- * ferry loses when it gives up root (priv.c). For it, ns_agent_start()
- * (called by priv_drop() just before the drop) makes one resident helper
- * the same way (CLONE_VM | CLONE_FILES, no CLONE_VFORK): it enters the
- * namespace as root, then gives up root itself (priv_task_drop(): the
- * same user, capabilities), sets PR_SET_PDEATHSIG (after the drop, which
+ * "ip netns add"; or the guest's, once a rootless ferry joined that one,
+ * isolate.c) can be entered only with CAP_SYS_ADMIN there, which ferry
+ * loses when it gives up root or clears its capabilities (priv.c). For
+ * it, ns_agent_start() (called by priv_drop() just before the drop) makes
+ * one resident helper the same way (CLONE_VM | CLONE_FILES, no
+ * CLONE_VFORK): it enters the namespace while privileged, then gives up
+ * its privileges itself (priv_task_drop(): the same user, or the same
+ * ids kept, capabilities), sets PR_SET_PDEATHSIG (after the drop, which
  * clears it) and runs the jobs ns_call() posts, one at a time, through
  * two eventfds; ferry waits on "done" and on the helper's pidfd, so a
  * dead helper fails the call (-ECHILD) instead of hanging it. Opening
@@ -298,8 +300,13 @@ int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep)
 	if ((rc = agent_wait(a)))
 		return rc;
 	c->ns_agent = a;
-	info("namespace helper %d: in the guest's network namespace as "
-	     "%u:%u", (int)a->pid, (unsigned int)uid, (unsigned int)gid);
+	if (uid == PRIV_KEEP_IDS)
+		info("namespace helper %d: in the guest's network namespace",
+		     (int)a->pid);
+	else
+		info("namespace helper %d: in the guest's network namespace "
+		     "as %u:%u", (int)a->pid, (unsigned int)uid,
+		     (unsigned int)gid);
 	return 0;
 }
 
@@ -447,9 +454,7 @@ static int write_file(const char *path, const char *s)
 	return rc;
 }
 
-/* child_map_ids() - map uid/gid (as seen outside) to root in the new user
- * namespace, groups denied: like "unshare -r". Returns 0 or -errno. */
-static int child_map_ids(uid_t uid, gid_t gid)
+int ns_map_ids(uid_t in_uid, uid_t uid, gid_t in_gid, gid_t gid)
 {
 	char buf[64];
 	int rc;
@@ -457,10 +462,12 @@ static int child_map_ids(uid_t uid, gid_t gid)
 	rc = write_file("/proc/self/setgroups", "deny");
 	if (rc && rc != -ENOENT)
 		return rc;
-	snprintf(buf, sizeof(buf), "0 %u 1", (unsigned int)uid);
+	snprintf(buf, sizeof(buf), "%u %u 1", (unsigned int)in_uid,
+		 (unsigned int)uid);
 	if ((rc = write_file("/proc/self/uid_map", buf)))
 		return rc;
-	snprintf(buf, sizeof(buf), "0 %u 1", (unsigned int)gid);
+	snprintf(buf, sizeof(buf), "%u %u 1", (unsigned int)in_gid,
+		 (unsigned int)gid);
 	return write_file("/proc/self/gid_map", buf);
 }
 
@@ -562,7 +569,7 @@ static void __attribute__((noreturn)) child_run(char **cmd,
 	gid = getegid();
 	if (!rc)
 		rc = unshare(CLONE_NEWUSER | CLONE_NEWNET) ? -errno :
-		     child_map_ids(uid, gid);
+		     ns_map_ids(0, uid, 0, gid);
 	/* New credentials: make sure the death signal still holds. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(1);

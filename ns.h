@@ -27,16 +27,22 @@ void ns_run_command(int go);
  * ferry's memory, and ferry waits for it. Returns fn's result, or -errno
  * (-ENOENT outside ns mode, or if entering the namespaces failed). */
 int ns_call(const struct ctx *c, int (*fn)(void *arg), void *arg);
-/* ns_agent_start() - before ferry gives up root (priv_drop()), for a
- * network namespace the new user could not enter (it belongs to ferry's
- * own user namespace: "ip netns add" by root): start a helper task that
- * shares ferry's memory and fds, enters the namespace while root, then
- * changes to uid:gid itself (capabilities keep only) and from then on
- * runs every ns_call() job; it dies with ferry. Returns 0 or -errno. */
+/* ns_agent_start() - before ferry gives up root or its capabilities
+ * (priv_drop()), for a network namespace it could not enter after (it
+ * belongs to ferry's own user namespace: "ip netns add" by root, or the
+ * guest's after isolate_user() joined it): start a helper task that
+ * shares ferry's memory and fds, enters the namespace while privileged,
+ * then changes to uid:gid itself (PRIV_KEEP_IDS: keeps its ids),
+ * capabilities keep only, and from then on runs every ns_call() job; it
+ * dies with ferry. Returns 0 or -errno. */
 int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep);
 /* ns_child_handler() - the command exited or the joined namespace went
  * away: sets c->quit and c->exit_code. */
 void ns_child_handler(struct ctx *c, uint32_t events);
+/* ns_map_ids() - in a user namespace just made: in_uid/in_gid inside map
+ * to uid/gid outside, one id each, setgroups denied (as "unshare -r" for
+ * 0). Returns 0 or -errno. */
+int ns_map_ids(uid_t in_uid, uid_t uid, gid_t in_gid, gid_t gid);
 /* ns_same() - fd is the namespace of ours named name ("user", "net"). */
 bool ns_same(int fd, const char *name);
 

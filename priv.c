@@ -44,13 +44,29 @@
  *                    checked: getresuid()/getresgid() all the new ids, no
  *                    groups, no capability left, and setuid(0) and
  *                    setgid(0) fail. Any failure ends ferry: it never runs
- *                    half-dropped.
+ *                    half-dropped. Called from isolate_apply(), after the
+ *                    namespaces and Landlock (isolate.c).
+ *   caps_clear()     the same for a ferry that stays who it is (not root,
+ *                    root of a user namespace mapping only itself,
+ *                    --runas 0), unless --sandbox=off: ids and groups
+ *                    kept, bounding and ambient sets emptied, capabilities
+ *                    cleared but what a feature needs, no_new_privs,
+ *                    checked. ns_call() then enters the guest's user
+ *                    namespace without capabilities (its owner, in the
+ *                    parent namespace, has them there), or through the
+ *                    resident helper for a network namespace of ferry's
+ *                    own user namespace (priv_ns_check() plans it); if
+ *                    neither can work the capabilities stay (strict:
+ *                    ferry refuses to start).
  *
  * One capability may stay: with -t auto or -u auto, ferry opens host
  * listeners later, for ports the guest starts listening on; ports below
  * 1024 need CAP_NET_BIND_SERVICE, so that one is kept (permitted and
  * effective, through PR_SET_KEEPCAPS, and in the bounding set). Without
- * auto forwards it goes too.
+ * auto forwards it goes too, and so it does once a rootless ferry left
+ * the user namespace owning the host's network (isolate_user()): there
+ * it never had it. The resident helper keeps it for -T/-U auto (it binds
+ * the namespace's side).
  *
  * What keeps working after the drop: open sockets, the tap, accepting
  * the next qemu client on the listening socket (no privilege needed),
@@ -74,6 +90,7 @@
 #include <sys/syscall.h>
 
 #include "ferry.h"
+#include "isolate.h"
 #include "log.h"
 #include "ns.h"
 #include "priv.h"
@@ -174,6 +191,8 @@ void priv_plan(struct ctx *c)
 	bool mapped;
 
 	p->drop = false;
+	p->keep_bind = f->tcp_in.mode == FWD_AUTO ||
+		       f->udp_in.mode == FWD_AUTO;
 	if (geteuid()) {
 		plan_unprivileged(f);
 		return;
@@ -200,8 +219,6 @@ void priv_plan(struct ctx *c)
 		return;
 	}
 	p->drop = true;
-	p->keep_bind = f->tcp_in.mode == FWD_AUTO ||
-		       f->udp_in.mode == FWD_AUTO;
 }
 
 /* userns_owner() - the uid owning user namespace fd, or (uid_t)-1. */
@@ -215,12 +232,13 @@ static uid_t userns_owner(int fd)
 void priv_ns_check(struct ctx *c)
 {
 	struct priv *p = &c->priv;
-	uid_t owner = (uid_t)-1;
+	bool clear = !p->drop && c->conf.sandbox != SANDBOX_OFF;
+	uid_t owner = (uid_t)-1, who = p->drop ? p->uid : geteuid();
 	char whose[64];
 	bool own;
 	int fd;
 
-	if (!p->drop)
+	if (!p->drop && !clear)
 		return;
 	/* The user namespace owning the guest's network namespace: the one
 	 * ns_call() enters, or the one it must enter after the drop. */
@@ -228,7 +246,7 @@ void priv_ns_check(struct ctx *c)
 	own = fd >= 0 && ns_same(fd, "user");
 	if (fd >= 0 && !own)
 		owner = userns_owner(fd);
-	if (owner == p->uid) {
+	if (owner == who) {
 		if (c->ns_user_fd >= 0)
 			close(c->ns_user_fd);
 		c->ns_user_fd = fd;
@@ -248,6 +266,13 @@ void priv_ns_check(struct ctx *c)
 			 (unsigned int)owner);
 	if (fd >= 0)
 		close(fd);
+	if (clear) {
+		/* ns_call() enters with ferry's own CAP_SYS_ADMIN */
+		p->keep_caps = true;
+		isolate_layer(c, ISO_CAPS, false, "kept: entering the guest's "
+			      "network namespace needs them", EPERM);
+		return;
+	}
 	if (c->conf.runas_set)
 		runas_fail("%u:%u could not enter the guest's network "
 			   "namespace after the change: its user namespace %s "
@@ -329,10 +354,10 @@ int priv_task_drop(uid_t uid, gid_t gid, uint64_t keep, const char **what)
 	if ((rc = bounding_clear(keep, what)))
 		return rc;
 	*what = "PR_SET_KEEPCAPS";
-	if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+	if (uid != PRIV_KEEP_IDS && keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
 		return -errno;
 	*what = "cannot change user";
-	if ((rc = priv_switch_ids(uid, gid)))
+	if (uid != PRIV_KEEP_IDS && (rc = priv_switch_ids(uid, gid)))
 		return rc;
 	*what = "cannot clear capabilities";
 	if (caps_set(keep))
@@ -344,12 +369,20 @@ int priv_task_drop(uid_t uid, gid_t gid, uint64_t keep, const char **what)
 	return 0;
 }
 
+/* caps_check() - the capabilities left are keep, in every set. */
+static void caps_check(uint64_t keep)
+{
+	uint64_t eff, prm, inh;
+
+	if (caps_get(&eff, &prm, &inh) || eff != keep || prm != keep || inh)
+		die("privilege drop: capabilities left");
+}
+
 /* drop_check() - the drop holds: ids, groups, capabilities, no way back. */
 static void drop_check(const struct priv *p, uint64_t keep)
 {
 	uid_t ru, eu, su;
 	gid_t rg, eg, sg;
-	uint64_t eff, prm, inh;
 
 	if (getresuid(&ru, &eu, &su) || getresgid(&rg, &eg, &sg) ||
 	    ru != p->uid || eu != p->uid || su != p->uid ||
@@ -358,8 +391,7 @@ static void drop_check(const struct priv *p, uint64_t keep)
 		    (unsigned int)p->uid, (unsigned int)p->gid);
 	if (getgroups(0, NULL) != 0)
 		die("privilege drop: supplementary groups left");
-	if (caps_get(&eff, &prm, &inh) || eff != keep || prm != keep || inh)
-		die("privilege drop: capabilities left");
+	caps_check(keep);
 	if (!setuid(0) || !setgid(0))
 		die("privilege drop: could change back to root");
 }
@@ -371,6 +403,42 @@ static int noop_job(void *arg)
 	return 0;
 }
 
+/* caps_clear() - staying who it is (see priv_drop()): the namespace
+ * helper if planned, then the capabilities cleared but keep, no_new_privs,
+ * checked; entering the guest's namespaces still works. */
+static void caps_clear(struct ctx *c)
+{
+	const struct priv *p = &c->priv;
+	uint64_t bind = 1ULL << CAP_NET_BIND_SERVICE, keep = 0, eff, prm, inh;
+	const struct conf *f = &c->conf;
+	const char *what;
+	int rc;
+
+	if (f->sandbox == SANDBOX_OFF || p->keep_caps)
+		return;
+	/* Useless once ferry left the user namespace owning the host's
+	 * network (isolate_user()), and kept only if held. */
+	if (p->keep_bind && !c->iso.moved_userns &&
+	    !caps_get(&eff, &prm, &inh) && (eff & bind))
+		keep = bind;
+	/* The helper binds the namespace's side of -T/-U auto forwards. */
+	if (p->ns_agent &&
+	    (rc = ns_agent_start(c, PRIV_KEEP_IDS, 0, keep |
+				 (f->tcp_out.mode == FWD_AUTO ||
+				  f->udp_out.mode == FWD_AUTO ? bind : 0))))
+		die("cannot start the namespace helper: %s", strerror(-rc));
+	if ((rc = priv_task_drop(PRIV_KEEP_IDS, 0, keep, &what)))
+		die("clearing the capabilities: %s: %s", what, strerror(-rc));
+	caps_check(keep);
+	if (f->mode == MODE_NS && (rc = ns_call(c, noop_job, NULL)))
+		die("without capabilities ferry cannot enter the guest's "
+		    "namespaces: %s", strerror(-rc));
+	isolate_layer(c, ISO_CAPS, true, NULL, 0);
+	isolate_layer(c, ISO_NNP, true, NULL, 0);
+	if (keep)
+		info("keeping CAP_NET_BIND_SERVICE for auto forwards");
+}
+
 void priv_drop(struct ctx *c)
 {
 	const struct priv *p = &c->priv;
@@ -378,8 +446,10 @@ void priv_drop(struct ctx *c)
 	const char *what;
 	int rc;
 
-	if (!p->drop)
+	if (!p->drop) {
+		caps_clear(c);
 		return;
+	}
 	icmp_keep_for(c, p->gid);	/* before: the group decides */
 	if (p->ns_agent && (rc = ns_agent_start(c, p->uid, p->gid, keep)))
 		die("cannot start the namespace helper as %u:%u: %s",
@@ -389,6 +459,8 @@ void priv_drop(struct ctx *c)
 		die("privilege drop to %u:%u: %s: %s", (unsigned int)p->uid,
 		    (unsigned int)p->gid, what, strerror(-rc));
 	drop_check(p, keep);
+	isolate_layer(c, ISO_CAPS, true, NULL, 0);
+	isolate_layer(c, ISO_NNP, true, NULL, 0);
 	if (c->conf.mode == MODE_NS && (rc = ns_call(c, noop_job, NULL)))
 		die("as %u:%u ferry cannot enter the guest's namespaces: %s",
 		    (unsigned int)p->uid, (unsigned int)p->gid,

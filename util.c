@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -117,10 +118,11 @@ int sock_freebind(int s, bool v6)
 	return 0;
 }
 
-/* spare_fd_open() - open the reserve fd. */
+/* spare_fd_open() - open the reserve fd: an eventfd, which needs no
+ * path (it is reopened after each use, inside the sandbox too). */
 int spare_fd_open(void)
 {
-	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return eventfd(0, EFD_CLOEXEC);
 }
 
 /* accept_refuse_spare() - refuse one waiting connection on the spare fd's

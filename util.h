@@ -148,7 +148,7 @@ int sock_bind_dev(int s, const char *ifname);
 int sock_freebind(int s, bool v6);
 
 /* spare_fd_open() - an fd held in reserve for accept_refuse_spare()
- * (/dev/null, read-only); -1 if none could be opened. */
+ * (an eventfd: no path needed); -1 if none could be opened. */
 int spare_fd_open(void);
 
 /* accept_refuse_spare() - accept() on listening socket lfd failed with

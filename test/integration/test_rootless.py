@@ -25,9 +25,11 @@ network that goes nowhere). The tests switch to a uid no account uses
   bind-mounted at a path, `pasta --config-net ... --netns PATH` with
   podman's options, the guest reaching the host's server through
   --map-guest-addr, and ferry ending when the path is deleted;
-and checks that ferry holds no capability outside the user namespaces
-the user made: in ns mode it runs as the uid with empty capability sets
-in the initial user namespace.
+and checks that ferry holds no capability anywhere: in ns mode it runs
+as the uid in the guest's user namespace (the user's own) with empty
+capability sets, in VM mode in a user namespace of its own, and both are
+confined (isolated(): no_new_privs, empty root, own mount/ipc/uts
+namespaces); as the real root, after its drop to nobody, too.
 """
 import os
 import pwd
@@ -44,8 +46,8 @@ import pytest
 from conftest import FERRY, GW4, HOST4, require, run, wait_for
 from test_podman import HOST_ADDR, podman_args
 from test_vhost_user import F_VERSION_1, GET_FEATURES, FrontEnd
-from vmguest import (FerryVM, StreamClient, boot_guest, build_guest,
-                     guest_tcp_exchange)
+from vmguest import (FerryVM, StreamClient, arp_request, boot_guest,
+                     build_guest, guest_tcp_exchange, is_arp_reply)
 
 PORT = 18090		# the host's server the guests reach
 FWD_PORT = 18091	# forwarded by the user's ferry to the guest's port 80
@@ -199,9 +201,24 @@ def test_user_namespaces_allowed(user):
         f"AppArmor restriction): {r.stderr}")
 
 
+def isolated(pid):
+    """ferry at pid is confined (isolate.c): no_new_privs, nothing in the
+    ambient and bounding sets but what it keeps, an empty root, mount,
+    ipc and uts namespaces of its own."""
+    st = status(pid)
+    assert st["NoNewPrivs"] == ["1"], st
+    assert st["CapBnd"] == st["CapEff"] and st["CapAmb"] == ["0" * 16], st
+    assert os.listdir(f"/proc/{pid}/root") == [], "a file is reachable"
+    for name in ("mnt", "ipc", "uts"):
+        assert os.readlink(f"/proc/{pid}/ns/{name}") != \
+            os.readlink(f"/proc/self/ns/{name}"), name
+
+
 def test_ns_mode_as_unprivileged_user(user):
-    """`ferry ns` by a user: ferry stays the user's uid in the initial
-    user namespace with no capabilities, its guest is configured and
+    """`ferry ns` by a user: ferry keeps the user's uid, joins the
+    guest's user namespace (the user owns it: there it may make the mount
+    namespace of its sandbox) and clears every capability there, so it
+    has none anywhere; it is confined (isolated()), its guest is configured and
     reaches the host through the gateway (the host's loopback), a port
     the user's ferry forwards (-t, above 1023) reaches the guest's server,
     and ICMP echo, whose ping sockets the user's group may not open
@@ -227,8 +244,10 @@ def test_ns_mode_as_unprivileged_user(user):
         assert Path(f"/proc/{p.pid}/exe").resolve() == d / "ferry"
         assert st["Uid"] == [str(uid)] * 4 and st["Gid"] == [str(uid)] * 4, st
         assert st["CapEff"] == st["CapPrm"] == ["0000000000000000"], st
+        # the guest's user namespace (which the user owns), as pasta's
         assert os.readlink(f"/proc/{p.pid}/ns/user") == \
-            os.readlink("/proc/self/ns/user"), "ferry left the host's userns"
+            os.readlink(f"/proc/{guest}/ns/user"), "not the guest's userns"
+        isolated(p.pid)
         r = run(as_user(uid, ["nsenter", "-t", guest, "-U", "-n",
                               "--preserve-credentials", "python3", "-c",
                               GUEST_CHECK, HOST4, GW4, str(PORT)]),
@@ -258,6 +277,36 @@ def test_ns_mode_as_unprivileged_user(user):
             p.terminate()
         p.wait(timeout=20)
         srv.close()
+
+
+def test_vm_mode_as_unprivileged_user(user):
+    """`ferry vm` by a user: a user namespace of its own (its uid mapped
+    to itself) in which it makes its sandbox, then no capability left in
+    it; a qemu stand-in is answered (ARP) twice in turn."""
+    uid, d, env = user
+    sock, log = d / "vm.sock", d / "vm.log"
+    with open(log, "w") as lf:
+        p = subprocess.Popen(as_user(uid, [str(d / "ferry"), "vm", "-f",
+                                           "-s", str(sock)]),
+                             stdout=lf, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, env=env)
+    try:
+        wait_for(lambda: "sandbox: " in log.read_text() or
+                 p.poll() is not None, 20, "the sandbox line")
+        assert "sandbox: user namespace, mount namespace" in \
+            log.read_text(), log.read_text()
+        st = status(p.pid)
+        assert st["Uid"] == [str(uid)] * 4, st
+        assert st["CapEff"] == st["CapPrm"] == ["0" * 16], st
+        isolated(p.pid)
+        for _ in range(2):
+            c = StreamClient(str(sock))
+            c.send_frame(arp_request(GW4))
+            c.wait_frame(is_arp_reply(GW4), 5, "ARP reply")
+            c.close()
+    finally:
+        p.terminate()
+        p.wait(timeout=20)
 
 
 def test_low_port_refused_as_user(user):
@@ -459,6 +508,7 @@ def test_root_ns_mode_drops_to_nobody(root_dir):
     f = RootNs(root_dir, ["-t", f"{FWD_PORT}:80", "-u", "none"])
     try:
         dropped(status(f.p.pid), uid, gid)
+        isolated(f.p.pid)
         assert status(f.guest)["Uid"] == [str(uid)] * 4
         assert "running as %d:%d" % (uid, gid) in f.log.read_text()
         r = run(f.in_guest(["python3", "-c", GUEST_CHECK, HOST4, GW4,
@@ -543,15 +593,24 @@ def test_root_auto_forward_keeps_low_ports(root_dir):
 
 
 def test_root_runas_0_keeps_root(root_dir):
-    """--runas 0:0 (sandboxing tools pass it) keeps root, capabilities
-    and all, and no_new_privs unset."""
+    """--runas 0:0 (sandboxing tools pass it) keeps uid 0, but the
+    sandbox still clears every capability and sets no_new_privs; with
+    --sandbox=off root keeps its capabilities, no_new_privs unset."""
     f = RootNs(root_dir, ["-t", "none", "-u", "none", "--runas", "0:0"])
     try:
         st = status(f.p.pid)
         assert st["Uid"] == ["0"] * 4 and st["Gid"] == ["0"] * 4, st
+        dropped(st, 0, 0)
+        isolated(f.p.pid)
+        assert status(f.guest)["Uid"] == ["0"] * 4
+    finally:
+        f.stop()
+    f = RootNs(root_dir, ["-t", "none", "-u", "none", "--runas", "0:0",
+                          "--sandbox=off"])
+    try:
+        st = status(f.p.pid)
         assert int(st["CapEff"][0], 16) >> 21 & 1, st	# CAP_SYS_ADMIN
         assert st["NoNewPrivs"] == ["0"], st
-        assert status(f.guest)["Uid"] == ["0"] * 4
     finally:
         f.stop()
 
@@ -602,6 +661,8 @@ def test_root_joined_root_netns_drops_with_helper(root_dir):
         kids = helper_of(p.pid)
         assert len(kids) == 1, (kids, log.read_text())
         dropped(status(kids[0]), uid, gid)
+        isolated(p.pid)
+        isolated(kids[0])
         assert os.stat(f"/proc/{kids[0]}/ns/net").st_ino == \
             os.stat(f"/run/netns/{ns}").st_ino
         for _ in range(3):	# more than one socket from the helper
@@ -621,11 +682,58 @@ def test_root_joined_root_netns_drops_with_helper(root_dir):
                  p.poll() is not None, 20, "the drop")
         dropped(status(p.pid), 12345, 12346)
     finally:
-        for proc in (p, gsrv):
-            if proc and proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=20)
-        run(["ip", "netns", "del", ns], check=False)
+        end_netns(ns, p, gsrv)
+
+
+def end_netns(ns, *procs):
+    """Stop procs (those started, still running), delete netns ns."""
+    for proc in procs:
+        if proc and proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=20)
+    run(["ip", "netns", "del", ns], check=False)
+
+
+def test_root_strict_refuses_what_cannot_be_confined(root_dir, user):
+    """A network namespace whose user namespace another user owns (one
+    the test's unprivileged user made), joined with --netns-only by a
+    root that stays root (--runas 0:0): ferry enters it with its own
+    CAP_SYS_ADMIN every time (ns_call()), so its capabilities cannot be
+    cleared. --sandbox=strict refuses to start, naming the layer;
+    --sandbox=on warns and keeps them, every other layer in force."""
+    uid, d, env = user
+    holder = subprocess.Popen(as_user(uid, ["unshare", "-rn", "sleep",
+                                            "600"]), env=env)
+    net = f"/proc/{holder.pid}/ns/net"
+    argv = [FERRY, "ns", "-f", "--netns", net, "--netns-only", "--runas",
+            "0:0", "-t", "none", "-u", "none", "-T", "none", "-U", "none"]
+    log = root_dir / "ferry.log"
+    p = None
+    try:
+        wait_for(lambda: os.readlink(net) != os.readlink("/proc/self/ns/net"),
+                 10, "the user's namespace")
+        r = run(argv + ["--sandbox=strict"], check=False)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "--sandbox=strict: capabilities: kept" in r.stderr, r.stderr
+        with open(log, "w") as lf:
+            p = subprocess.Popen(argv, stdout=lf, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL)
+        wait_for(lambda: "sandbox: mount" in log.read_text() or
+                 p.poll() is not None, 20, "the sandbox line")
+        text = log.read_text()
+        assert "sandbox: no capabilities: kept" in text, text
+        line = [ln for ln in text.splitlines() if "sandbox: mount" in ln]
+        assert "capabilities" not in line[0] and "landlock" in line[0], text
+        st = status(p.pid)
+        assert int(st["CapEff"][0], 16) >> 21 & 1, st	# CAP_SYS_ADMIN
+        assert st["NoNewPrivs"] == ["1"], st
+        assert os.listdir(f"/proc/{p.pid}/root") == []
+    finally:
+        if p and p.poll() is None:
+            p.terminate()
+            p.wait(timeout=20)
+        holder.kill()
+        holder.wait()
 
 
 def vm_clients_after_drop(root_dir, args, uid, gid, client):
@@ -637,6 +745,7 @@ def vm_clients_after_drop(root_dir, args, uid, gid, client):
     try:
         wait_for(lambda: "running as" in f.output(), 10, "the drop")
         dropped(status(f.proc.pid), uid, gid)
+        isolated(f.proc.pid)
         for i in range(2):
             client(f, i)
             wait_for(lambda: f.output().count("disconnected") > i, 10,
