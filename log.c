@@ -103,13 +103,30 @@ void log_file_close(void)
 	log_sink.file_used = log_sink.header_len = 0;
 }
 
+/* outer_pid() - this process's PID as its parent's PID namespace sees
+ * it: a daemon in a PID namespace of its own (isolate_pid()) is 1 to
+ * getpid(), but /proc, still the one mounted for the caller's namespace
+ * (the sandbox's empty root comes later), names it as the caller does. */
+static pid_t outer_pid(void)
+{
+	char buf[16];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+	long v;
+
+	if (n <= 0)
+		return getpid();
+	buf[n] = '\0';
+	v = strtol(buf, NULL, 10);
+	return v > 0 ? (pid_t)v : getpid();
+}
+
 void log_file_pid(void)
 {
 	size_t len = log_sink.header_len;
 
 	if (log_sink.file_fd < 0 || !len)
 		return;
-	header_make(getpid());
+	header_make(outer_pid());
 	if (log_sink.header_len == len &&
 	    pwrite(log_sink.file_fd, log_sink.header, len, 0) != (ssize_t)len)
 		return;		/* best effort: the old PID stays */

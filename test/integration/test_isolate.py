@@ -214,6 +214,9 @@ def test_vm_daemon_own_pid_namespace(tmp_path):
         wait_for(lambda: "sandbox: " in log.read_text(), 10, "the line")
         st = confined(pid, pidns=True)
         assert st["NSpid"][-1] == "1", st
+        # the log's header names the PID its caller sees, not 1
+        head = log.read_text().splitlines()[0].rstrip()
+        assert head.endswith(f"({pid})"), log.read_text()
         arp_answered(str(sock))
     finally:
         os.kill(pid, signal.SIGTERM)
