@@ -2,7 +2,8 @@
 # run.sh - the whole test suite (make check): unit tests under ASan and
 # UBSan, then integration tests in a sandbox (test/sandbox.sh) with pytest.
 # Ends with one line "N passed, N failed" and a non-zero exit on failure.
-# The header-offset check (test/wire_offsets.py) counts as one test.
+# The header-offset check (test/wire_offsets.py) counts as one test, and
+# so does the layering check (test/layers.py).
 #
 # Environment: FERRY_TESTS=PATTERN runs only pytest tests matching it (-k);
 # FERRY_BIN overrides the binary the integration tests start; SKIP_VM=1
@@ -49,6 +50,11 @@ trap 'rm -f "$log"' EXIT
 # the fields are named in wire.h); counts as one test.
 echo "== header offsets (test/wire_offsets.py)"
 if python3 test/wire_offsets.py; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+
+# The code's floors (test/layers.py): the largest file call circle and
+# the include arrows running up, each under its bound.
+echo "== layering (test/layers.py)"
+if python3 test/layers.py; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 
 # As root, the unit tests run in a private network namespace with only
 # loopback up: nothing they make ferry send can leave the machine, and
