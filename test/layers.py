@@ -15,11 +15,15 @@ Include arrows: each '#include "x.h"' in a .c or .h file is an arrow to
 x.h; it runs up when x.h sits on a higher floor than the including file
 (FLOORS below; a header has its module's floor unless named itself). The
 floors are the ones doc/architecture.md draws: 0 tools, 1 link, 2
-protocols, 3 drivers (dispatch, loop, modes, start-up).
+protocols, 3 drivers (dispatch, loop, modes, start-up). ferry.h, the
+struct ctx that every floor is handed, is counted apart: the module
+headers above floor 0 it includes (each one a module whose state any
+includer can reach; floor 0 is everybody's anyway) and, for information,
+the files that include it.
 
-Both figures have a bound (a ratchet: lower it when the code gets better,
-never raise it). Exit 1 when either is above its bound, or when a source
-file has no floor.
+Each bounded figure has its bound (a ratchet: lower it when the code gets
+better, never raise it). Exit 1 when one is above its bound, or when a
+source file has no floor.
 
 Usage: test/layers.py [-v]   (-v: every set of more than one file, the
 calls inside the largest, every upward include)
@@ -30,9 +34,12 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-# Bounds (the ratchet). Before issue 19: 24-file circle, 27 up arrows.
+# Bounds (the ratchet). Before issue 19 (a86fa38): a 27-file circle, 3
+# upward includes besides ferry.h's; ferry.h includes 12 module
+# headers, 9 above floor 0 (isolate.h since 8628554).
 MAX_CIRCLE = 27
-MAX_UP_INCLUDES = 27
+MAX_UP_INCLUDES = 3
+MAX_CTX_HEADERS = 9
 
 # Floor of each module (file name without .c/.h); a full file name
 # overrides it for that file alone.
@@ -144,16 +151,21 @@ def sccs(graph):
     return out
 
 
-def up_includes(files):
-    """[(file, header)] for every include arrow that runs up a floor."""
-    up = []
+def includes(files):
+    """{file: [headers it includes with #include "..."]}."""
+    inc = {}
     for f in files:
         with open(os.path.join(ROOT, f)) as fh:
-            for m in re.finditer(r'^#include "([^"]+)"', fh.read(), re.M):
-                h = m.group(1)
-                if floor_of(h) is not None and floor_of(h) > floor_of(f):
-                    up.append((f, h))
-    return up
+            inc[f] = re.findall(r'^#include "([^"]+)"', fh.read(), re.M)
+    return inc
+
+
+def up_includes(inc):
+    """[(file, header)] for every include arrow that runs up a floor,
+    ferry.h's aside."""
+    return [(f, h) for f in sorted(inc) for h in inc[f]
+            if h != "ferry.h" and floor_of(h) is not None
+            and floor_of(h) > floor_of(f)]
 
 
 def main():
@@ -167,12 +179,20 @@ def main():
     srcs = [f for f in files if f.endswith(".c")]
     graph = call_graph(srcs)
     comps = sorted(sccs(graph), key=len, reverse=True)
-    up = up_includes(files)
+    inc = includes(files)
+    up = up_includes(inc)
+    ctx_all = [h for h in inc["ferry.h"] if h in files]
+    ctx_headers = [h for h in ctx_all if floor_of(h) > 0]
+    ctx_users = [f for f in files if "ferry.h" in inc[f]]
     big = comps[0]
     print("layers: largest call circle %d of %d .c files (bound %d): %s"
           % (len(big), len(srcs), MAX_CIRCLE, " ".join(sorted(big))))
-    print("layers: %d include arrows run up a floor (bound %d)"
-          % (len(up), MAX_UP_INCLUDES))
+    print("layers: %d include arrows run up a floor besides ferry.h's "
+          "(bound %d)" % (len(up), MAX_UP_INCLUDES))
+    print("layers: ferry.h includes %d module headers, %d above floor 0 "
+          "(bound %d): %s; %d files include it"
+          % (len(ctx_all), len(ctx_headers), MAX_CTX_HEADERS,
+             " ".join(ctx_headers), len(ctx_users)))
     if verbose:
         for comp in comps:
             if len(comp) > 1:
@@ -184,7 +204,8 @@ def main():
         for f, h in up:
             print("  up: %s (%d) -> %s (%d)" % (f, floor_of(f), h,
                                                 floor_of(h)))
-    if len(big) > MAX_CIRCLE or len(up) > MAX_UP_INCLUDES:
+    if (len(big) > MAX_CIRCLE or len(up) > MAX_UP_INCLUDES
+            or len(ctx_headers) > MAX_CTX_HEADERS):
         print("layers: above the bound: a call or include now runs up a "
               "floor (test/layers.py -v names them)")
         return 1
