@@ -3,9 +3,7 @@
  * Every function that needs state takes a struct ctx *; there are no other
  * mutable globals besides the log sink (log.c).
  *
- * Event loop references: each fd registered with epoll carries a union
- * eref naming its type and an index (flow, listener, ...). ferry.c maps
- * types to handlers.
+ * Event loop references (union eref) and registration: ev.h.
  */
 #ifndef FERRY_H
 #define FERRY_H
@@ -18,6 +16,7 @@
 #include "busypoll.h"
 #include "conf.h"
 #include "drop.h"
+#include "ev.h"
 #include "flow.h"
 #include "tap.h"
 #include "icmp.h"
@@ -27,33 +26,6 @@
 #include "tcp.h"
 #include "tcp_fwd.h"
 #include "udp.h"
-
-enum eref_type {
-	EREF_NONE = 0,
-	EREF_LINK,		/* guest link fd (tap device, qemu socket) */
-	EREF_LINK_LISTEN,	/* vm mode: listening UNIX socket */
-	EREF_SIGNAL,		/* signalfd */
-	EREF_CHILD,		/* pidfd of the namespace command / ns holder */
-	EREF_PING,		/* ping socket of an ICMP echo flow */
-	EREF_TCP,		/* TCP flow socket */
-	EREF_TCP_LISTEN,	/* TCP forwarded-port listener */
-	EREF_TCP_TIMER,		/* TCP timer */
-	EREF_TCP_SPLICE,	/* loopback splice socket */
-	EREF_UDP,		/* UDP flow socket */
-	EREF_UDP_LISTEN,	/* UDP forwarded-port socket */
-	EREF_VU,		/* vm mode: vhost-user control socket */
-	EREF_TYPE_MAX
-};
-
-union eref {
-	struct {
-		uint8_t type;
-		uint8_t side;
-		uint16_t aux;
-		uint32_t idx;
-	};
-	uint64_t u64;
-};
 
 struct stats {
 	uint64_t rx_frames, rx_bytes;	/* from the guest */
@@ -124,17 +96,6 @@ struct ctx {
 #endif
 	struct udp_state udp;
 };
-
-/* ep_add()/ep_mod()/ep_del() - register fd with the loop under a
- * reference (control fds also in the control set, see loop.c). Return 0
- * or -errno. */
-int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref);
-int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref);
-void ep_del(struct ctx *c, int fd);
-
-/* timer_request() - ask the loop to call module timers no later than
- * ms milliseconds from c->now. */
-void timer_request(struct ctx *c, int64_t ms);
 
 /* drop() - count a refused frame under reason r, trace it (rate-limited). */
 void drop(struct ctx *c, enum drop_reason r);

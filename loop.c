@@ -1,4 +1,4 @@
-/* loop.c - the event loop and its registration API.
+/* loop.c - the event loop: wait, dispatch, timers, flush.
  *
  * One single-threaded epoll loop serves everything:
  *
@@ -8,18 +8,18 @@
  *   -> flush frames queued for the guest (one batch per iteration)
  *
  * Modules register fds with ep_add() under a reference and ask for timer
- * callbacks with timer_request(); dispatch() maps reference types to
- * module handlers.
+ * callbacks with timer_request() (ev.c, registration apart from
+ * dispatch); dispatch() maps reference types to module handlers.
  *
  * Back-pressure: while the guest link is stalled (a qemu stream socket
  * took only part of a batch, tap_stream.c) the loop waits on a second
- * epoll set, c->ctl_epfd, holding only the control fds (ep_is_ctl():
- * the link, its listener, the vhost-user socket, signals, the child)
- * and no host socket. Host data then waits in the kernel, where TCP
- * flow control pushes back on the sender, instead of filling the link's
- * queue only to be dropped. The sockets' readiness is kept by the main
- * set (level-triggered, or an edge not yet collected) and reported as
- * soon as the loop waits on it again. Only stream links stall: in
+ * epoll set, c->ctl_epfd, holding only the control fds (ev.c puts them
+ * there: the link, its listener, the vhost-user socket, signals, the
+ * child) and no host socket. Host data then waits in the kernel, where
+ * TCP flow control pushes back on the sender, instead of filling the
+ * link's queue only to be dropped. The sockets' readiness is kept by the
+ * main set (level-triggered, or an edge not yet collected) and reported
+ * as soon as the loop waits on it again. Only stream links stall: in
  * namespace mode and with vhost-user there is no control set.
  */
 #include <errno.h>
@@ -39,70 +39,6 @@
 #include "vm.h"
 
 #define EVENTS_MAX	128
-
-/* ep_is_ctl() - is the fd under ref served while the link is stalled? */
-static bool ep_is_ctl(union eref ref)
-{
-	switch (ref.type) {
-	case EREF_LINK:
-	case EREF_LINK_LISTEN:
-	case EREF_VU:
-	case EREF_SIGNAL:
-	case EREF_CHILD:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* ep_ctl() - epoll_ctl() op on the main set and, for a control fd, on
- * the control set; 0 or -errno. */
-static int ep_ctl(struct ctx *c, int op, int fd, uint32_t events,
-		  union eref ref)
-{
-	struct epoll_event ev = { .events = events, .data.u64 = ref.u64 };
-
-	if (epoll_ctl(c->epfd, op, fd, &ev))
-		return -errno;
-	if (c->ctl_epfd >= 0 && ep_is_ctl(ref) &&
-	    epoll_ctl(c->ctl_epfd, op, fd, &ev))
-		return -errno;
-	return 0;
-}
-
-/* ep_add() - EPOLL_CTL_ADD fd under ref; 0 or -errno. */
-int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref)
-{
-	return ep_ctl(c, EPOLL_CTL_ADD, fd, events, ref);
-}
-
-/* ep_mod() - EPOLL_CTL_MOD fd's events and ref; 0 or -errno. */
-int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref)
-{
-	return ep_ctl(c, EPOLL_CTL_MOD, fd, events, ref);
-}
-
-/* ep_del() - EPOLL_CTL_DEL fd from both sets (errors ignored: closing
- * does it too, unless the fd is shared, say an inherited --fd; a host
- * socket is not in the control set: ENOENT there, only in VM mode). */
-void ep_del(struct ctx *c, int fd)
-{
-	epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
-	if (c->ctl_epfd >= 0)
-		epoll_ctl(c->ctl_epfd, EPOLL_CTL_DEL, fd, NULL);
-}
-
-/* timer_request() - the loop runs the module timers no later than ms
- * from c->now (the earliest request wins). */
-void timer_request(struct ctx *c, int64_t ms)
-{
-	struct timespec t = ts_add_ms(c->now, ms);
-
-	if (!c->timer_armed || ts_ms_diff(&t, &c->timer_due) < 0) {
-		c->timer_due = t;
-		c->timer_armed = true;
-	}
-}
 
 /* link_closed() - the guest link went away: the mode decides (exit, or
  * wait for the next client). */

@@ -1,0 +1,54 @@
+/* ev.h - event registration and timer requests (ev.c), apart from the
+ * loop that dispatches them (loop.c).
+ *
+ * Every fd registered with epoll carries a union eref naming its type and
+ * an index (flow, listener, ...); loop.c maps the types to handlers. A
+ * module asks for its timer callback with timer_request(); the loop runs
+ * the module timers when the earliest request is due.
+ */
+#ifndef EV_H
+#define EV_H
+
+#include <stdint.h>
+
+struct ctx;
+
+enum eref_type {
+	EREF_NONE = 0,
+	EREF_LINK,		/* guest link fd (tap device, qemu socket) */
+	EREF_LINK_LISTEN,	/* vm mode: listening UNIX socket */
+	EREF_SIGNAL,		/* signalfd */
+	EREF_CHILD,		/* pidfd of the namespace command / ns holder */
+	EREF_PING,		/* ping socket of an ICMP echo flow */
+	EREF_TCP,		/* TCP flow socket */
+	EREF_TCP_LISTEN,	/* TCP forwarded-port listener */
+	EREF_TCP_TIMER,		/* TCP timer */
+	EREF_TCP_SPLICE,	/* loopback splice socket */
+	EREF_UDP,		/* UDP flow socket */
+	EREF_UDP_LISTEN,	/* UDP forwarded-port socket */
+	EREF_VU,		/* vm mode: vhost-user control socket */
+	EREF_TYPE_MAX
+};
+
+union eref {
+	struct {
+		uint8_t type;
+		uint8_t side;
+		uint16_t aux;
+		uint32_t idx;
+	};
+	uint64_t u64;
+};
+
+/* ep_add()/ep_mod()/ep_del() - register fd with the loop under a
+ * reference (control fds also in the control set, see ev.c). Return 0
+ * or -errno. */
+int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref);
+int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref);
+void ep_del(struct ctx *c, int fd);
+
+/* timer_request() - ask the loop to call module timers no later than
+ * ms milliseconds from c->now. */
+void timer_request(struct ctx *c, int64_t ms);
+
+#endif /* EV_H */
