@@ -110,6 +110,11 @@ void loop(struct ctx *c);
  * mode with --one-off) or wait for the next client (vm mode). */
 void link_closed(struct ctx *c);
 
+/* link_close_pending() - the teardown of a link the link layer found dead
+ * (tap_link_down(), link.closing): link_closed(), once; nothing if none.
+ * The loop calls it after each event, the timers and the flush. */
+void link_close_pending(struct ctx *c);
+
 /* stats_log() - log traffic and non-zero drop counters (SIGUSR1, exit). */
 void stats_log(const struct ctx *c);
 

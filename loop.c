@@ -53,6 +53,14 @@ void link_closed(struct ctx *c)
 	c->exit_code = 1;
 }
 
+void link_close_pending(struct ctx *c)
+{
+	if (!c->link.closing)
+		return;
+	c->link.closing = false;
+	link_closed(c);
+}
+
 /* signal_handler() - SIGTERM/SIGINT drain before exit (drain.c), a
  * second one quits at once; SIGHUP quits at once; SIGUSR1 dumps
  * statistics. The exit status stays the command's, if it exited. */
@@ -199,11 +207,14 @@ void loop(struct ctx *c)
 			union eref ref = { .u64 = ev[i].data.u64 };
 
 			dispatch(c, ref, ev[i].events);
+			link_close_pending(c);
 		}
 		if (c->timer_armed && ts_ms_diff(&c->now, &c->timer_due) >= 0)
 			timers_run(c);
+		link_close_pending(c);
 		drain_step(c);		/* its resets go out with the flush */
 		tap_flush(c);
+		link_close_pending(c);
 	}
 }
 

@@ -74,6 +74,7 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd)
 	c->link.ops = ops;
 	c->link.fd = fd;
 	c->link.up = true;
+	c->link.closing = false;
 	c->link.tx_stalled = false;
 	c->link.tx_gso = c->link.tx_csum_partial = c->link.rx_tso = false;
 	c->link.tx_uso = false;
@@ -87,6 +88,7 @@ void tap_detach(struct ctx *c)
 {
 	c->link.fd = -1;
 	c->link.up = false;
+	c->link.closing = false;
 	c->link.tx_stalled = false;
 	tx_reset(&c->link.tx);
 	c->link.rx.fill = 0;
@@ -276,7 +278,7 @@ void tap_handler(struct ctx *c, uint32_t events)
 	if ((events & EPOLLOUT) && c->link.tx_stalled) {
 		n = c->link.ops->tx_resume(c);
 		if (n < 0) {
-			link_closed(c);
+			tap_link_down(c);
 			return;
 		}
 		if (n > 0)
@@ -310,7 +312,7 @@ void tap_handler(struct ctx *c, uint32_t events)
 		tap_flush(c);
 	}
 	if (n < 0)
-		link_closed(c);
+		tap_link_down(c);
 }
 
 /* tx_compact() - move the queued frames (held by a stalled link) to the
@@ -358,6 +360,14 @@ static void tx_make_room(struct ctx *c)
 	tap_flush(c);
 	if (c->link.tx_stalled)
 		tx_compact(&c->link.tx);
+}
+
+void tap_link_down(struct ctx *c)
+{
+	if (!c->link.up)
+		return;
+	c->link.up = false;
+	c->link.closing = true;
 }
 
 uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len)
@@ -511,7 +521,7 @@ void tap_flush(struct ctx *c)
 		pcap_frames(c, iov, tx->n);
 	}
 	if (c->link.ops->flush(c) < 0)
-		link_closed(c);
+		tap_link_down(c);
 	else if (c->link.tx_stalled)	/* the backend holds the rest */
 		return;
 	tx_reset(tx);

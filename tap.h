@@ -11,6 +11,9 @@
  * backend's prefix (4-byte length for qemu streams, virtio-net header for
  * a tap with IFF_VNET_HDR), and go out in one flush per loop iteration or
  * when the batch is full.
+ *
+ * A backend that finds its peer gone says so with tap_link_down(); the
+ * loop tears the link down after the current work (link.closing).
  */
 #ifndef FERRY_TAP_H
 #define FERRY_TAP_H
@@ -96,6 +99,11 @@ struct link {
 	int listen_fd;			/* vm mode listener, -1 if none */
 	int spare_fd;			/* vm mode: fd kept to refuse with */
 	bool up;
+	/* The peer went away (tap_link_down(), found by a backend's read or
+	 * write): up is false from then on, and the loop tears the link
+	 * down after the work that found it (loop.c link_close_pending()),
+	 * never from inside a send. */
+	bool closing;
 	/* The link cannot take frames now: the backend's last write was cut
 	 * short (see link_ops flush and tx_resume). Frames stay queued in tx
 	 * until it can; tap_handler() resumes on EPOLLOUT. Meanwhile the
@@ -130,6 +138,10 @@ void tap_attach(struct ctx *c, const struct link_ops *ops, int fd);
 
 /* tap_detach() - forget the current peer (vm mode: client gone). */
 void tap_detach(struct ctx *c);
+
+/* tap_link_down() - the peer is gone: refuse frames from now on (up
+ * false) and leave the teardown to the loop (link.closing). */
+void tap_link_down(struct ctx *c);
 
 /* tap_handler() - epoll event on the link fd: finish a stalled write
  * (EPOLLOUT), read batches until empty (bounded per call), parse and

@@ -707,8 +707,7 @@ void vu_ctrl_handler(struct ctx *c, uint32_t events)
 	}
 	if (rc < 0) {
 		drop_pending_fds(d);
-		if (c->link.up)
-			link_closed(c);
+		tap_link_down(c);
 	}
 }
 

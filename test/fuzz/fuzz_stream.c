@@ -40,12 +40,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	       fuzz_chunk_write(sv[1], data, size, &off)) {
 		tap_handler(c, EPOLLIN | EPOLLOUT);	/* drained: writable */
 		tap_flush(c);
+		link_close_pending(c);		/* as the loop, after them */
 		fuzz_drain(sv[1]);
 	}
 	shutdown(sv[1], SHUT_WR);
 	if (c->link.up && !c->quit)
 		tap_handler(c, EPOLLIN);	/* end of stream */
 	tap_flush(c);
+	link_close_pending(c);
 	close(sv[0]);
 	close(sv[1]);
 	tap_detach(c);

@@ -109,6 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ctx->link.up) {
 		tap_handler(ctx, EPOLLIN);
 		tap_flush(ctx);
+		link_close_pending(ctx);	/* as the loop, after them */
 	}
 	return 0;
 }

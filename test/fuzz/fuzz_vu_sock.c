@@ -51,11 +51,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vu_attach(c, sv[0]);
 	while (c->link.up && fuzz_chunk_write(sv[1], data, size, &off)) {
 		vu_ctrl_handler(c, EPOLLIN);
+		link_close_pending(c);		/* as the loop, after it */
 		fuzz_drain(sv[1]);		/* replies */
 	}
 	shutdown(sv[1], SHUT_WR);
 	if (c->link.up)
 		vu_ctrl_handler(c, EPOLLIN);	/* end of stream */
+	link_close_pending(c);
 	if (c->link.up)
 		link_closed(c);		/* closes sv[0] */
 	close(sv[1]);

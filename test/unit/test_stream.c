@@ -1,6 +1,7 @@
 /* test_stream.c - qemu stream framing: whole, split and bad frames; a
  * write cut inside a frame finished from EPOLLOUT, never by waiting. */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -350,6 +351,39 @@ TEST(stream_peer_gone_while_stalled)
 	close(peer);
 	CHECK_EQ(c->link.ops->tx_resume(c), -1);
 	close(c->link.fd);
+	close(c->epfd);
+	test_ctx_free(c);
+}
+
+/* A send that finds the peer gone (the flush tap_tx_reserve() makes room
+ * with fails) only marks the link down: the fd stays open and attached
+ * until the loop's link_close_pending(), after the work that found it
+ * (before, tap_flush() called link_closed() from inside the reserve:
+ * the fd was closed mid-send). */
+TEST(stream_dead_peer_in_send_torn_down_after)
+{
+	int peer, fd, i;
+	struct ctx *c = stall_ctx(&peer);
+
+	c->conf.mode = MODE_VM;
+	fd = c->link.fd;
+	close(peer);
+	for (i = 0; i < TX_FRAMES_MAX + 1; i++)
+		if (!tap_tx_reserve(c, 64))
+			break;
+		else
+			tap_tx_commit(c, 64);
+	CHECK(i < TX_FRAMES_MAX + 1);		/* the reserve refused */
+	CHECK(!c->link.up && c->link.closing);
+	CHECK_EQ(c->link.fd, fd);		/* not torn down mid-send */
+	CHECK(fcntl(fd, F_GETFD) >= 0);
+	CHECK(!tap_tx_reserve(c, 64));
+	CHECK(!c->quit);
+	link_close_pending(c);			/* the loop, after the event */
+	CHECK_EQ(c->link.fd, -1);
+	CHECK(!c->link.closing);
+	CHECK(c->quit);				/* no listener: vm mode ends */
+	link_close_pending(c);			/* once only */
 	close(c->epfd);
 	test_ctx_free(c);
 }
