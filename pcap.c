@@ -7,7 +7,7 @@
  * 16-byte record header (seconds, microseconds, captured length, original
  * length) followed by the frame bytes.
  *
- * tap.c calls pcap_frames() once per batch in each direction, so the
+ * tap.c (received) and tap_tx.c (sent) call pcap_frames() once per batch, so the
  * capture is the same for every guest backend. A batch is written with
  * one writev(): record headers are built in a fixed array on the stack
  * and interleaved with the frames' own iovecs; nothing is allocated. All

@@ -3,7 +3,8 @@
  *
  * Backends are buffer plumbing only: they move bytes between their fd and
  * the batches below through struct link_ops. Every decision about frames
- * (parsing, dispatch, MAC learning, pcap, drops) lives in tap.c.
+ * lives above them: receive (parsing, dispatch, MAC learning) in tap.c,
+ * transmit (the batch, its flush, pcap, drops) in tap_tx.c.
  *
  * Transmit: protocol code calls tap_tx_reserve() for room for one frame,
  * writes the Ethernet frame there, then tap_tx_commit() with its length.
@@ -80,7 +81,7 @@ struct link_ops {
 	 * cannot send), unless it sets c->link.tx_stalled: a backend whose
 	 * fd may take only part of the batch (ending inside a frame) never
 	 * waits; it leaves the unwritten frames at the front of the batch
-	 * (tx.hold, tx.hold_done) and tap.c queues new ones behind them
+	 * (tx.hold, tx.hold_done) and tap_tx.c queues new ones behind them
 	 * until tx_resume() has written them. */
 	int (*flush)(struct ctx *c);
 	/* Only with tx_stalled (NULL for backends that never stall): write
