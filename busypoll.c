@@ -225,16 +225,18 @@ int bp_wait(struct ctx *c, int epfd, struct epoll_event *ev, int max,
 	return n;
 }
 
-void bp_stats_log(const struct ctx *c)
-{
-	const struct busypoll *bp = &c->bp;
+/* The polling counters' statistics line (drop.h's registry), when
+ * polling is on (it samples the CPU pressure). */
+static const struct stat_item bp_stat_items[] = {
+	STAT_TEXT(" ", "", struct ctx, bp.polls),
+	STAT_TEXT(", found events ", "", struct ctx, bp.hits),
+	STAT_TEXT(", preempted ", "", struct ctx, bp.preempts),
+	STAT_TEXT(", CPU pressure samples ", "", struct ctx, bp.samples),
+	STAT_TEXT(", contended ", "", struct ctx, bp.contended_samples),
+};
 
-	if (!bp->samples)
-		return;
-	info("stats: busy polls %llu, found events %llu, preempted %llu, "
-	     "CPU pressure samples %llu, contended %llu",
-	     (unsigned long long)bp->polls, (unsigned long long)bp->hits,
-	     (unsigned long long)bp->preempts,
-	     (unsigned long long)bp->samples,
-	     (unsigned long long)bp->contended_samples);
-}
+STAT_GROUP(bp_stats) = {
+	.order = 40, .what = "busy polls", .when = STAT_GATE,
+	.gate_off = STAT_FIELD(struct ctx, bp.samples), .via = -1,
+	.items = bp_stat_items, .n = ARRAY_SIZE(bp_stat_items),
+};

@@ -56,7 +56,5 @@ void bp_wait_done(struct busypoll *bp, int64_t waited_ns, bool found);
 int bp_wait(struct ctx *c, int epfd, struct epoll_event *ev, int max,
 	    int timeout_ms);
 
-/* bp_stats_log() - the polling counters, when polling is on. */
-void bp_stats_log(const struct ctx *c);
 
 #endif /* BUSYPOLL_H */

@@ -5,10 +5,17 @@
  * drop, at most 20 a second so a flood cannot flood the log too. The
  * statistics dump (stats_log(): SIGUSR1, and at exit) prints the traffic
  * totals, every non-zero drop counter by its stable name, then each
- * module's counters, one "stats: MODULE name value ..." line each
- * (stats_line(); tests parse these lines, test_stats.c pins them).
+ * registered counter group, one "stats: WHAT name value ..." line each
+ * (tests parse these lines, test_stats.c pins them).
+ *
+ * The registry: a module declares its counters as a const struct
+ * stat_group (drop.h STAT_GROUP()): the offsets of its fields in struct
+ * ctx, or in a record a pointer in struct ctx leads to, the text around
+ * each value, when the line is due. The linker gathers the groups in the
+ * ferry_stats section; this file walks it and calls no module.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "ferry.h"
 #include "log.h"
@@ -55,31 +62,103 @@ void drop(struct ctx *c, enum drop_reason r)
 		trace("drop: %s (%s)", drop_name(r), drop_text(r));
 }
 
-/* stats_line() - see drop.h; a line too long for the buffer is cut at
- * the last item that fits (none is: the longest is some 250 bytes). */
-void stats_line(const char *what, const struct stat_item *it, unsigned int n)
+/* The registered groups (drop.h STAT_GROUP()): the linker collects the
+ * ferry_stats section and names its bounds. */
+extern const struct stat_group __start_ferry_stats[] __attribute__((weak));
+extern const struct stat_group __stop_ferry_stats[] __attribute__((weak));
+
+/* stat_read() - the unsigned counter of size bytes at p. */
+static unsigned long long stat_read(const uint8_t *p, size_t size)
 {
+	uint64_t v64;
+	uint32_t v32;
+
+	if (size == 8) {
+		memcpy(&v64, p, 8);
+		return v64;
+	}
+	if (size == 4) {
+		memcpy(&v32, p, 4);
+		return v32;
+	}
+	return size == 1 ? *p : 0;
+}
+
+/* stat_record() - the record a group's items are in, NULL for none. */
+static const uint8_t *stat_record(const struct ctx *c,
+				  const struct stat_group *g)
+{
+	const uint8_t *base = (const uint8_t *)c;
+	const uint8_t *rec;
+
+	if (g->via < 0)
+		return base;
+	memcpy(&rec, base + g->via, sizeof(rec));
+	return rec;
+}
+
+/* stat_due() - whether group g's line is printed now (its record rec). */
+static bool stat_due(const struct ctx *c, const struct stat_group *g,
+		     const uint8_t *rec)
+{
+	unsigned int i;
+
+	switch (g->when) {
+	case STAT_GATE:
+		return stat_read((const uint8_t *)c + g->gate_off,
+				 g->gate_size);
+	case STAT_ANY:
+		for (i = 0; i < g->n; i++)
+			if (stat_read(rec + g->items[i].off, g->items[i].size))
+				return true;
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* stat_group_log() - one group's line; a line too long for the buffer is
+ * cut at the last item that fits (none is: the longest is some 250
+ * bytes). */
+static void stat_group_log(const struct ctx *c, const struct stat_group *g)
+{
+	const uint8_t *rec = stat_record(c, g);
 	char line[768] = "";
 	size_t len = 0;
 	unsigned int i;
 	int k;
 
-	for (i = 0; i < n; i++, len += (size_t)k) {
-		k = it[i].name ? snprintf(line + len, sizeof(line) - len,
-					  "%s%s %llu",
-					  *it[i].name == ',' ? "" : " ",
-					  it[i].name, it[i].v)
-			       : snprintf(line + len, sizeof(line) - len,
-					  "/%llu", it[i].v);
+	if (!rec || !stat_due(c, g, rec))
+		return;
+	for (i = 0; i < g->n; i++, len += (size_t)k) {
+		const struct stat_item *it = &g->items[i];
+
+		k = snprintf(line + len, sizeof(line) - len, "%s%llu%s",
+			     it->pre, stat_read(rec + it->off, it->size),
+			     it->post);
 		if (k < 0 || (size_t)k >= sizeof(line) - len)
 			break;			/* cut at the last whole item */
 	}
 	line[len] = '\0';
-	info("stats: %s%s", what, line);
+	info("stats: %s%s", g->what, line);
+}
+
+/* stat_next() - the registered group with the lowest order above after
+ * (any order when first), NULL when none is left. */
+static const struct stat_group *stat_next(unsigned int after, bool first)
+{
+	const struct stat_group *g, *best = NULL;
+
+	for (g = __start_ferry_stats; g && g < __stop_ferry_stats; g++)
+		if ((first || g->order > after) &&
+		    (!best || g->order < best->order))
+			best = g;
+	return best;
 }
 
 void stats_log(const struct ctx *c)
 {
+	const struct stat_group *g;
 	int r;
 
 	info("stats: from guest %llu frames %llu bytes, to guest %llu frames "
@@ -100,11 +179,6 @@ void stats_log(const struct ctx *c)
 		info("stats: link stalled now, for %lld ms (%u frames held)",
 		     (long long)ts_ms_diff(&c->now, &c->link.stall_t0),
 		     c->link.tx.n);
-	udp_stats_log(c);
-	tcp_stats_log(c);
-	tcp_fwd_stats_log(c);
-	bp_stats_log(c);
-#ifdef FERRY_TEST
-	fault_stats_log(c);
-#endif
+	for (g = stat_next(0, true); g; g = stat_next(g->order, false))
+		stat_group_log(c, g);
 }

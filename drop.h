@@ -9,6 +9,8 @@
 #ifndef FERRY_DROP_H
 #define FERRY_DROP_H
 
+#include <stddef.h>
+
 #define DROP_REASONS(X)						\
 	X(NONE,			"not dropped")				\
 	/* Link layer */						\
@@ -104,16 +106,53 @@ enum drop_reason {
 const char *drop_name(enum drop_reason r);
 const char *drop_text(enum drop_reason r);
 
-/* One counter of a statistics line: " name value" (no space before a
- * name starting with a comma: "..., to guest dropped 2"), or with name
- * NULL "/value", the second of a pair ("rst to/from guest 3/4"). */
+/* The counter registry: every module's statistics line is a const
+ * struct stat_group it places in the ferry_stats section (STAT_GROUP());
+ * the statistics dump (stats_log(), drop.c) prints them all in their
+ * order and knows no module. A line is "stats: WHAT" and then, for each
+ * item, its text before, its counter, its text after: " opened " 3,
+ * "/" 4 (the second of a pair: "rst to/from guest 3/4"), ", " 7
+ * " created". */
 struct stat_item {
-	const char *name;
-	unsigned long long v;
+	const char *pre, *post;
+	size_t off;			/* in the group's record */
+	size_t size;			/* 1, 4 or 8 bytes (unsigned) */
 };
 
-/* stats_line() - log "stats: WHAT" followed by the n items, one line
- * (the statistics dump, see stats_log()). */
-void stats_line(const char *what, const struct stat_item *it, unsigned int n);
+/* STAT() - item " name value" of field in record type rec; STAT_PAIR()
+ * "/value"; STAT_TEXT() pre value post. */
+#define STAT(name, rec, field)	{ " " name " ", "", STAT_FIELD(rec, field) }
+#define STAT_PAIR(rec, field)	{ "/", "", STAT_FIELD(rec, field) }
+#define STAT_TEXT(pre, post, rec, field)				\
+	{ pre, post, STAT_FIELD(rec, field) }
+
+/* When a group's line is printed. */
+enum stat_when {
+	STAT_ALWAYS,
+	STAT_ANY,			/* some item is not 0 */
+	STAT_GATE,			/* the gate field is not 0 */
+};
+
+struct stat_group {
+	unsigned int order;		/* lines print in ascending order */
+	const char *what;
+	enum stat_when when;
+	size_t gate_off, gate_size;	/* STAT_GATE: a field of struct ctx */
+	/* The record the items' offsets are in: struct ctx itself (via -1),
+	 * or what the pointer at offset via in struct ctx points to (no
+	 * line while it is NULL). */
+	long via;
+	const struct stat_item *items;
+	unsigned int n;
+};
+
+/* STAT_FIELD() - offset and size of field in record type rec. */
+#define STAT_FIELD(rec, field)						\
+	offsetof(rec, field), sizeof(((rec *)0)->field)
+
+/* STAT_GROUP() - define a registered group (static, in the section). */
+#define STAT_GROUP(name)						\
+	static const struct stat_group name				\
+	__attribute__((section("ferry_stats"), used, aligned(8)))
 
 #endif /* FERRY_DROP_H */

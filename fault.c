@@ -348,21 +348,21 @@ void fault_tx(struct ctx *c)
 		tx->used = 0;
 }
 
-void fault_stats_log(const struct ctx *c)
-{
-	const struct fault_state *fs = &c->fault;
-	const struct stat_item st[] = {
-		{ "from guest dropped", fs->dropped[0] },
-		{ "duplicated", fs->duped[0] },
-		{ "reordered", fs->reordered[0] },
-		{ ", to guest dropped", fs->dropped[1] },
-		{ "duplicated", fs->duped[1] },
-		{ "reordered", fs->reordered[1] },
-	};
+/* The counters per direction (drop.h's registry), with --fault. */
+static const struct stat_item fault_stat_items[] = {
+	STAT("from guest dropped", struct ctx, fault.dropped[0]),
+	STAT("duplicated", struct ctx, fault.duped[0]),
+	STAT("reordered", struct ctx, fault.reordered[0]),
+	STAT_TEXT(", to guest dropped ", "", struct ctx, fault.dropped[1]),
+	STAT("duplicated", struct ctx, fault.duped[1]),
+	STAT("reordered", struct ctx, fault.reordered[1]),
+};
 
-	if (c->conf.fault.on)
-		stats_line("fault", st, ARRAY_SIZE(st));
-}
+STAT_GROUP(fault_stats) = {
+	.order = 50, .what = "fault", .when = STAT_GATE,
+	.gate_off = STAT_FIELD(struct ctx, conf.fault.on), .via = -1,
+	.items = fault_stat_items, .n = ARRAY_SIZE(fault_stat_items),
+};
 
 #else
 typedef int fault_c_is_test_only_;	/* ISO C: no empty translation unit */

@@ -53,8 +53,6 @@ void fault_rx(struct ctx *c);
 /* fault_tx() - the same for the frames queued to the guest, before a
  * flush. */
 void fault_tx(struct ctx *c);
-/* fault_stats_log() - counters per direction. */
-void fault_stats_log(const struct ctx *c);
 
 #endif /* FERRY_TEST */
 #endif /* FERRY_FAULT_H */

@@ -1788,69 +1788,72 @@ void tcp_drain_end(struct ctx *c)
 	tcp_splice_drain_end(c);
 }
 
-/* tcp_abort_stats_log() - the counters of connections ended early, once
- * any is non-zero: host socket errors passed to the guest as RSTs,
- * half-open connections abandoned for new ones, keepalives to the guest
- * (tcp_guard.c). */
-static void tcp_abort_stats_log(const struct ctx *c)
-{
-	const struct tcp_stats *s = &c->tcp.st;
-	const struct stat_item st[] = {
-		{ "host errors", s->host_errors },
-		{ "half-open evicted", s->half_open_evicted },
-		{ "keepalives sent/answered/resets", s->ka_probes },
-		{ NULL, s->ka_answered }, { NULL, s->ka_resets },
-	};
+/* The statistics lines (drop.h's registry): the counters, those of the
+ * out-of-order pool while there is one, the closed connections'. */
+static const struct stat_item tcp_stat_items[] = {
+	STAT("opened", struct ctx, tcp.st.opened),
+	STAT("refused", struct ctx, tcp.st.refused),
+	STAT("rst to/from guest", struct ctx, tcp.st.rst_to_guest),
+	STAT_PAIR(struct ctx, tcp.st.rst_from_guest),
+	STAT("rewinds dupack/rto", struct ctx, tcp.st.rewinds_dupack),
+	STAT_PAIR(struct ctx, tcp.st.rewinds_rto),
+	STAT("short writes", struct ctx, tcp.st.short_writes),
+	STAT("wnd updates", struct ctx, tcp.st.wnd_updates),
+	STAT("wnd polls/updates", struct ctx, tcp.st.wnd_polls),
+	STAT_PAIR(struct ctx, tcp.st.wnd_poll_updates),
+	STAT("clamp sets", struct ctx, tcp.st.clamp_sets),
+	STAT("fallbacks", struct ctx, tcp.st.clamp_fallbacks),
+	STAT("timeouts", struct ctx, tcp.st.timeouts),
+	STAT("acks delayed", struct ctx, tcp.st.acks_delayed),
+	STAT("sent by timer", struct ctx, tcp.st.acks_delack_timer),
+	STAT("acks carried", struct ctx, tcp.st.acks_carried),
+	STAT("sack rewinds/skips/bytes/ignored", struct ctx,
+	     tcp.st.sack_rewinds),
+	STAT_PAIR(struct ctx, tcp.st.sack_skips),
+	STAT_PAIR(struct ctx, tcp.st.sack_skipped),
+	STAT_PAIR(struct ctx, tcp.st.sack_ignored),
+	STAT("early rexmits", struct ctx, tcp.st.early_rexmits),
+	STAT("tlp probes/rewinds", struct ctx, tcp.st.tlp_probes),
+	STAT_PAIR(struct ctx, tcp.st.tlp_rewinds),
+	STAT("challenge acks/limited", struct ctx, tcp.st.chacks),
+	STAT_PAIR(struct ctx, tcp.st.chacks_limited),
+	STAT("drain resets", struct ctx, tcp.st.drain_resets),
+};
 
-	if (s->host_errors || s->half_open_evicted || s->ka_probes ||
-	    s->ka_resets)
-		stats_line("tcp aborts", st, ARRAY_SIZE(st));
-}
+STAT_GROUP(tcp_stats) = {
+	.order = 20, .what = "tcp", .when = STAT_ALWAYS, .via = -1,
+	.items = tcp_stat_items, .n = ARRAY_SIZE(tcp_stat_items),
+};
 
-void tcp_stats_log(const struct ctx *c)
-{
-	const struct tcp_stats *s = &c->tcp.st;
-	const struct stat_item st[] = {
-		{ "opened", s->opened }, { "refused", s->refused },
-		{ "rst to/from guest", s->rst_to_guest },
-		{ NULL, s->rst_from_guest },
-		{ "rewinds dupack/rto", s->rewinds_dupack },
-		{ NULL, s->rewinds_rto },
-		{ "short writes", s->short_writes },
-		{ "wnd updates", s->wnd_updates },
-		{ "wnd polls/updates", s->wnd_polls },
-		{ NULL, s->wnd_poll_updates },
-		{ "clamp sets", s->clamp_sets },
-		{ "fallbacks", s->clamp_fallbacks },
-		{ "timeouts", s->timeouts },
-		{ "acks delayed", s->acks_delayed },
-		{ "sent by timer", s->acks_delack_timer },
-		{ "acks carried", s->acks_carried },
-		{ "sack rewinds/skips/bytes/ignored", s->sack_rewinds },
-		{ NULL, s->sack_skips }, { NULL, s->sack_skipped },
-		{ NULL, s->sack_ignored },
-		{ "early rexmits", s->early_rexmits },
-		{ "tlp probes/rewinds", s->tlp_probes },
-		{ NULL, s->tlp_rewinds },
-		{ "challenge acks/limited", s->chacks },
-		{ NULL, s->chacks_limited },
-		{ "drain resets", s->drain_resets },
-	};
+static const struct stat_item tcp_ooo_stat_items[] = {
+	STAT("segments", struct tcp_ooo_pool, st.segs),
+	STAT("bytes", struct tcp_ooo_pool, st.bytes),
+	STAT("delivered", struct tcp_ooo_pool, st.delivered),
+	STAT("drops full/reach", struct tcp_ooo_pool, st.full_drops),
+	STAT_PAIR(struct tcp_ooo_pool, st.reach_drops),
+	STAT("sack acks", struct tcp_ooo_pool, st.sack_sent),
+	STAT("blocks", struct tcp_ooo_pool, st.blks_used),
+	STAT("peak", struct tcp_ooo_pool, st.blks_peak),
+};
 
-	stats_line("tcp", st, ARRAY_SIZE(st));
-	if (c->tcp.ooo) {
-		const struct tcp_ooo_stats *o = &c->tcp.ooo->st;
-		const struct stat_item ot[] = {
-			{ "segments", o->segs }, { "bytes", o->bytes },
-			{ "delivered", o->delivered },
-			{ "drops full/reach", o->full_drops },
-			{ NULL, o->reach_drops },
-			{ "sack acks", o->sack_sent },
-			{ "blocks", o->blks_used }, { "peak", o->blks_peak },
-		};
+STAT_GROUP(tcp_ooo_stats) = {
+	.order = 21, .what = "tcp ooo", .when = STAT_ALWAYS,
+	.via = offsetof(struct ctx, tcp.ooo),
+	.items = tcp_ooo_stat_items, .n = ARRAY_SIZE(tcp_ooo_stat_items),
+};
 
-		stats_line("tcp ooo", ot, ARRAY_SIZE(ot));
-	}
-	tcp_tw_stats_log(c);
-	tcp_abort_stats_log(c);
-}
+/* The counters of connections ended early (tcp_guard.c), once any is not
+ * 0: host socket errors passed to the guest as RSTs, half-open
+ * connections abandoned for new ones, keepalives to the guest. */
+static const struct stat_item tcp_abort_stat_items[] = {
+	STAT("host errors", struct ctx, tcp.st.host_errors),
+	STAT("half-open evicted", struct ctx, tcp.st.half_open_evicted),
+	STAT("keepalives sent/answered/resets", struct ctx, tcp.st.ka_probes),
+	STAT_PAIR(struct ctx, tcp.st.ka_answered),
+	STAT_PAIR(struct ctx, tcp.st.ka_resets),
+};
+
+STAT_GROUP(tcp_abort_stats) = {
+	.order = 23, .what = "tcp aborts", .when = STAT_ANY, .via = -1,
+	.items = tcp_abort_stat_items, .n = ARRAY_SIZE(tcp_abort_stat_items),
+};

@@ -127,7 +127,5 @@ bool tcp_drain_busy(struct ctx *c);
 void tcp_drain_end(struct ctx *c);
 /* tcp_splice_drain_end() - reset every spliced connection, logged. */
 void tcp_splice_drain_end(struct ctx *c);
-/* tcp_stats_log() - log the module counters. */
-void tcp_stats_log(const struct ctx *c);
 
 #endif /* FERRY_TCP_H */

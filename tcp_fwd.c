@@ -607,16 +607,20 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 	}
 }
 
-void tcp_fwd_stats_log(const struct ctx *c)
-{
-	const struct tcp_fwd_stats *s = &c->tcp_fwd.st;
-	const struct stat_item st[] = {
-		{ "listeners", s->listeners }, { "accepted", s->accepted },
-		{ "to guest", s->to_guest }, { "spliced", s->spliced },
-		{ "refused", s->refused }, { "splice resets", s->splice_rst },
-		{ "scans", s->scans }, { "idle resets", s->splice_idle },
-	};
+/* The counters' statistics line (drop.h's registry), once there was a
+ * listener, a connection or a scan (the others count connections). */
+static const struct stat_item tcp_fwd_stat_items[] = {
+	STAT("listeners", struct ctx, tcp_fwd.st.listeners),
+	STAT("accepted", struct ctx, tcp_fwd.st.accepted),
+	STAT("to guest", struct ctx, tcp_fwd.st.to_guest),
+	STAT("spliced", struct ctx, tcp_fwd.st.spliced),
+	STAT("refused", struct ctx, tcp_fwd.st.refused),
+	STAT("splice resets", struct ctx, tcp_fwd.st.splice_rst),
+	STAT("scans", struct ctx, tcp_fwd.st.scans),
+	STAT("idle resets", struct ctx, tcp_fwd.st.splice_idle),
+};
 
-	if (s->listeners || s->accepted || s->scans)
-		stats_line("tcp forwarding", st, ARRAY_SIZE(st));
-}
+STAT_GROUP(tcp_fwd_stats) = {
+	.order = 30, .what = "tcp forwarding", .when = STAT_ANY, .via = -1,
+	.items = tcp_fwd_stat_items, .n = ARRAY_SIZE(tcp_fwd_stat_items),
+};

@@ -93,8 +93,6 @@ bool tcp_fwd_syn_timeout(struct ctx *c, struct flow *fl);
 /* tcp_fwd_abort() - refuse an accepted connection: the client gets an
  * RST (SO_LINGER 0), the socket is closed. */
 void tcp_fwd_abort(struct ctx *c, int s);
-/* tcp_fwd_stats_log() - log the counters. */
-void tcp_fwd_stats_log(const struct ctx *c);
 
 /* tcp_splice.c */
 /* tcp_splice_start() - splice accepted socket s (loopback peer) to a new

@@ -285,17 +285,18 @@ uint32_t tcp_tw_reopen(struct ctx *c, const struct flow_key *k, uint32_t isn)
 	return seq_lt(seq_make(isn), floor) ? floor.v : isn;
 }
 
-void tcp_tw_stats_log(const struct ctx *c)
-{
-	const struct tcp_tw_stats *s = &c->tcp.tw_st;
-	const struct stat_item st[] = {
-		{ "added", s->added }, { "acked", s->acked },
-		{ "dropped", s->dropped }, { "reopened", s->reopened },
-		{ "reset", s->reset }, { "recycled", s->recycled },
-		{ "expired", s->expired },
-	};
+/* The counters' statistics line (drop.h's registry), unless all are 0. */
+static const struct stat_item tcp_tw_stat_items[] = {
+	STAT("added", struct ctx, tcp.tw_st.added),
+	STAT("acked", struct ctx, tcp.tw_st.acked),
+	STAT("dropped", struct ctx, tcp.tw_st.dropped),
+	STAT("reopened", struct ctx, tcp.tw_st.reopened),
+	STAT("reset", struct ctx, tcp.tw_st.reset),
+	STAT("recycled", struct ctx, tcp.tw_st.recycled),
+	STAT("expired", struct ctx, tcp.tw_st.expired),
+};
 
-	if (s->added || s->acked || s->dropped || s->reopened || s->reset ||
-	    s->recycled || s->expired)
-		stats_line("tcp time-wait", st, ARRAY_SIZE(st));
-}
+STAT_GROUP(tcp_tw_stats) = {
+	.order = 22, .what = "tcp time-wait", .when = STAT_ANY, .via = -1,
+	.items = tcp_tw_stat_items, .n = ARRAY_SIZE(tcp_tw_stat_items),
+};

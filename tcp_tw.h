@@ -61,7 +61,5 @@ bool tcp_tw_input(struct ctx *c, const struct pkt *p, const struct flow_key *k,
  * k and returns an ISN beyond its snd_nxt (RFC 9293 3.6.1, MAY-2), isn
  * itself without an entry. */
 uint32_t tcp_tw_reopen(struct ctx *c, const struct flow_key *k, uint32_t isn);
-/* tcp_tw_stats_log() - the counters' statistics line, unless all are 0. */
-void tcp_tw_stats_log(const struct ctx *c);
 
 #endif /* FERRY_TCP_TW_H */

@@ -1022,19 +1022,22 @@ void udp_close_all(struct ctx *c)
 	}
 }
 
-void udp_stats_log(const struct ctx *c)
-{
-	if (!c->udp.flows_created)
-		return;
-	info("stats: udp flows %u open, %llu created, %llu expired, "
-	     "%llu evicted (%llu of them forwarded-port clients at their "
-	     "half), %llu ICMP errors to guest, %llu datagrams on "
-	     "the loopback path",
-	     c->flows.count[FLOW_UDP],
-	     (unsigned long long)c->udp.flows_created,
-	     (unsigned long long)c->udp.flows_expired,
-	     (unsigned long long)c->udp.flows_evicted,
-	     (unsigned long long)c->udp.inbound_evicted,
-	     (unsigned long long)c->udp.icmp_to_guest,
-	     (unsigned long long)c->udp.spliced);
-}
+/* The flow counters' statistics line (drop.h's registry), once a flow
+ * was created. */
+static const struct stat_item udp_stat_items[] = {
+	STAT_TEXT(" ", " open", struct ctx, flows.count[FLOW_UDP]),
+	STAT_TEXT(", ", " created", struct ctx, udp.flows_created),
+	STAT_TEXT(", ", " expired", struct ctx, udp.flows_expired),
+	STAT_TEXT(", ", " evicted", struct ctx, udp.flows_evicted),
+	STAT_TEXT(" (", " of them forwarded-port clients at their half)",
+		  struct ctx, udp.inbound_evicted),
+	STAT_TEXT(", ", " ICMP errors to guest", struct ctx, udp.icmp_to_guest),
+	STAT_TEXT(", ", " datagrams on the loopback path", struct ctx,
+		  udp.spliced),
+};
+
+STAT_GROUP(udp_stats) = {
+	.order = 10, .what = "udp flows", .when = STAT_GATE,
+	.gate_off = STAT_FIELD(struct ctx, udp.flows_created), .via = -1,
+	.items = udp_stat_items, .n = ARRAY_SIZE(udp_stat_items),
+};

@@ -115,7 +115,5 @@ void udp_listen_init(struct ctx *c);
 void udp_ns_init(struct ctx *c);
 /* udp_close_all() - close and free every UDP flow (shutdown, tests). */
 void udp_close_all(struct ctx *c);
-/* udp_stats_log() - log the flow counters (statistics dump). */
-void udp_stats_log(const struct ctx *c);
 
 #endif /* FERRY_UDP_H */

@@ -413,7 +413,7 @@ def test_udp_port_unreachable_nc(ferry_ns):
 def stats(f, pattern):
     """Ask ferry for its statistics (SIGUSR1); the last line matching.
     Asked again every 0.5 s until a dump has one: a module prints no
-    line before its first event (udp_stats_log() none before the first
+    line before its first event (no udp flows statistics line before the first
     flow, a drop reason none before its first drop), and a dump ferry
     took before reading what the guest just sent had none."""
     before = len(f.output())
