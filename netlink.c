@@ -15,7 +15,7 @@
  *
  * A socket stays bound to the network namespace it was created in, so the
  * same code configures the host (ferry's own namespace) and the guest (a
- * socket opened by the helper task in ns.c).
+ * socket opened by ns.c's helper task, nsexec.c).
  */
 #include <errno.h>
 #include <string.h>

@@ -92,7 +92,7 @@
 #include "ferry.h"
 #include "isolate.h"
 #include "log.h"
-#include "ns.h"
+#include "nsexec.h"
 #include "priv.h"
 
 #define PRIV_CAP_MAX	64		/* bits in the kernel's cap sets */

@@ -57,7 +57,7 @@
 #include "fwd_scan.h"
 #include "log.h"
 #include "nat.h"
-#include "ns.h"
+#include "nsexec.h"
 #include "pkt.h"
 #include "tcp_conn.h"
 #include "util.h"

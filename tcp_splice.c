@@ -41,7 +41,7 @@
 #include "ferry.h"
 #include "log.h"
 #include "nat.h"
-#include "ns.h"
+#include "nsexec.h"
 #include "tcp_conn.h"
 #include "util.h"
 

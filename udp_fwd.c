@@ -65,7 +65,7 @@
 #include "icmp_err.h"
 #include "log.h"
 #include "nat.h"
-#include "ns.h"
+#include "nsexec.h"
 #include "udp_int.h"
 #include "util.h"
 
