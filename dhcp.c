@@ -34,10 +34,11 @@
  * RFC 3442) gives the on-link host route to the gateway and the default
  * route through it; clients that understand 121 ignore option 3.
  *
- * The DNS wire-format name encoder here (dns_name_put()) is shared with
- * DHCPv6 (option 24) and NDP (DNSSL).
+ * Domain names go out in DNS wire format (dns.c dns_name_put(), shared
+ * with DHCPv6 option 24 and NDP's DNSSL).
  */
 #include "dhcp.h"
+#include "dns.h"
 #include "ferry.h"
 #include "log.h"
 #include "pkt.h"
@@ -110,40 +111,6 @@ struct dhcp_out {
 	size_t max;			/* limit, room for OPT_END kept */
 	bool sent[256];			/* options already written */
 };
-
-size_t dns_name_put(uint8_t *out, size_t room, const char *name)
-{
-	size_t n = 0, start = 0, i, len = strlen(name);
-
-	if (len && name[len - 1] == '.')
-		len--;
-	if (!len || len > 253)
-		return 0;
-	for (i = 0; i <= len; i++) {
-		size_t label = i - start;
-
-		if (i < len && name[i] != '.')
-			continue;
-		if (!label || label > 63 || n + 1 + label + 1 > room)
-			return 0;
-		out[n++] = (uint8_t)label;
-		memcpy(out + n, name + start, label);
-		n += label;
-		start = i + 1;
-	}
-	out[n++] = 0;
-	return n;
-}
-
-size_t dns_names_put(uint8_t *out, size_t room, const struct conf *cf)
-{
-	size_t n = 0;
-	int i;
-
-	for (i = 0; i < cf->search_count && i < CONF_MAX_SEARCH; i++)
-		n += dns_name_put(out + n, room - n, cf->search[i]);
-	return n;
-}
 
 /* opt_len_ok() - fixed-length options must have exactly their size. */
 static bool opt_len_ok(uint8_t code, uint8_t olen)

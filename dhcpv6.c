@@ -31,8 +31,8 @@
  * the same address our router advertisements use), port 547, and go to
  * the client's source address, port 546.
  */
-#include "dhcp.h"
 #include "dhcpv6.h"
+#include "dns.h"
 #include "ferry.h"
 #include "log.h"
 #include "ndp.h"

@@ -27,6 +27,11 @@
  * them like any other host). Duplicates created by the rewrite are
  * removed. The --dns-forward mapping itself lives in nat.c
  * (nat_outbound_l4()/nat_inbound_l4()), shared by UDP and TCP.
+ *
+ * Names in DNS wire format (RFC 1035 section 3.1, uncompressed) for the
+ * services that tell the guest its domain and search list: DHCP options
+ * 15 and 119, DHCPv6 option 24, NDP's DNSSL (dns_name_put(),
+ * dns_names_put()).
  */
 #include <arpa/inet.h>
 
@@ -151,4 +156,38 @@ void dns_init(struct ctx *c)
 {
 	dns_init4(&c->conf.ip4);
 	dns_init6(&c->conf.ip6);
+}
+
+size_t dns_name_put(uint8_t *out, size_t room, const char *name)
+{
+	size_t n = 0, start = 0, i, len = strlen(name);
+
+	if (len && name[len - 1] == '.')
+		len--;
+	if (!len || len > 253)
+		return 0;
+	for (i = 0; i <= len; i++) {
+		size_t label = i - start;
+
+		if (i < len && name[i] != '.')
+			continue;
+		if (!label || label > 63 || n + 1 + label + 1 > room)
+			return 0;
+		out[n++] = (uint8_t)label;
+		memcpy(out + n, name + start, label);
+		n += label;
+		start = i + 1;
+	}
+	out[n++] = 0;
+	return n;
+}
+
+size_t dns_names_put(uint8_t *out, size_t room, const struct conf *cf)
+{
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < cf->search_count && i < CONF_MAX_SEARCH; i++)
+		n += dns_name_put(out + n, room - n, cf->search[i]);
+	return n;
 }

@@ -41,7 +41,7 @@
  * with NDP_HOPLIMIT or NDP_MALFORMED; RAs, NAs and redirects from the
  * guest are checked the same way, then ignored.
  */
-#include "dhcp.h"
+#include "dns.h"
 #include "ferry.h"
 #include "log.h"
 #include "ndp.h"

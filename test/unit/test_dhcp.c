@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dhcp.h"
+#include "dns.h"
 #include "ferry.h"
 #include "pkt.h"
 #include "unit.h"
