@@ -3,7 +3,8 @@
 # UBSan, then integration tests in a sandbox (test/sandbox.sh) with pytest.
 # Ends with one line "N passed, N failed" and a non-zero exit on failure.
 # The header-offset check (test/wire_offsets.py) counts as one test, and
-# so does the layering check (test/layers.py).
+# so do the layering check (test/layers.py) and the documentation's
+# references (test/docrefs.py).
 #
 # Environment: FERRY_TESTS=PATTERN runs only pytest tests matching it (-k);
 # FERRY_BIN overrides the binary the integration tests start; SKIP_VM=1
@@ -55,6 +56,10 @@ if python3 test/wire_offsets.py; then pass=$((pass + 1)); else fail=$((fail + 1)
 # the include arrows running up, each under its bound.
 echo "== layering (test/layers.py)"
 if python3 test/layers.py; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+
+# Every file and function doc/*.md names still exists (test/docrefs.py).
+echo "== documentation references (test/docrefs.py)"
+if python3 test/docrefs.py; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 
 # As root, the unit tests run in a private network namespace with only
 # loopback up: nothing they make ferry send can leave the machine, and
