@@ -593,7 +593,7 @@ void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n,
  * within the largest datagram; their iovecs from iov (room for max).
  * The control data: the segment size (several datagrams only), then
  * pinfo (plen bytes). Advances *e; returns the iovecs used. */
-static unsigned int udp_gso_msg(struct ctx *c, uint32_t *e, bool gso,
+static unsigned int udp_gso_msg(const struct ctx *c, uint32_t *e, bool gso,
 				bool v6, struct iovec *iov, unsigned int max,
 				union udp_cmsg *cb, const uint8_t *pinfo,
 				size_t plen, struct msghdr *mh)

@@ -742,7 +742,7 @@ void udp_listen_init(struct ctx *c)
 
 /* scan_side() - ports bound on the far side of direction dir, less our
  * own listeners there and the spec's exclusions. False if unreadable. */
-static bool scan_side(struct ctx *c, unsigned int dir, uint64_t *want)
+static bool scan_side(const struct ctx *c, unsigned int dir, uint64_t *want)
 {
 	const struct udp_fwd_dir *d = &c->udp.fwd[dir];
 	const uint64_t *ours = c->udp.fwd[!dir].bound;

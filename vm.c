@@ -303,7 +303,7 @@ void vm_link_closed(struct ctx *c)
 	}
 }
 
-void vm_stop(struct ctx *c)
+void vm_stop(const struct ctx *c)
 {
 	char name[sizeof(c->conf.socket_path)];
 

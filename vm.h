@@ -11,7 +11,7 @@ void vm_start(struct ctx *c);
 /* vm_listen_handler() - a client connects to the listening socket. */
 void vm_listen_handler(struct ctx *c, uint32_t events);
 /* vm_stop() - remove the socket file at exit. */
-void vm_stop(struct ctx *c);
+void vm_stop(const struct ctx *c);
 /* vm_link_closed() - the client went away. */
 void vm_link_closed(struct ctx *c);
 
