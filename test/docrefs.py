@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""docrefs.py - every file and function doc/*.md names still exists
-(make check).
+"""docrefs.py - every file and function doc/*.md names still exists, and
+doc/architecture.md's sentences are short (make check).
 
 Theory of operation: a document is true only while what it points at is
 there. In each doc/*.md this script collects the file names (a word
@@ -13,7 +13,12 @@ ferry's own functions and the libc and kernel calls it makes alike.
 
 Names of other projects (Linux's tcp_grow_window(), qemu's files), which
 the documents cite for comparison, are listed in EXTERNAL: they are not
-looked for. Exit 1, naming each, when a reference is not found.
+looked for.
+
+doc/architecture.md is read by newcomers first: its sentences stay under
+30 words (code blocks and tables aside; a list item, like a paragraph,
+ends its sentence). Exit 1, naming each, when a reference is not found
+or a sentence there is too long.
 """
 import os
 import re
@@ -34,6 +39,8 @@ EXTERNAL = {
     # qemu and libvirt sources, podman's Go functions (doc/compat.md)
     "net/passt.c", "src/qemu/qemu_passt.c", "Setup", "setupPasta",
 }
+
+SHORT_DOCS = {"doc/architecture.md": 30}	# words a sentence stays under
 
 FILE_RE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:c|h|py|sh))\b")
 FUNC_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
@@ -72,6 +79,22 @@ def missing(doc, bases, names):
     return out
 
 
+def long_sentences(doc, limit):
+    """The sentences of doc of limit words or more, outside code blocks
+    and tables."""
+    with open(os.path.join(ROOT, doc)) as fh:
+        text = re.sub(r"```.*?```", "", fh.read(), flags=re.S)
+    out = []
+    for para in re.split(r"\n\s*\n|\n(?=- )", text):
+        lines = [ln for ln in para.split("\n")
+                 if not ln.startswith(("|", "#"))]
+        para = re.sub(r"\s+", " ", " ".join(lines)).strip()
+        for s in re.split(r"(?<=[.!?])\)?\s+(?=[A-Z`(]|ferry )", para):
+            if len(s.split()) >= limit:
+                out.append(s)
+    return out
+
+
 def main():
     files = tracked()
     bases = {os.path.basename(f) for f in files}
@@ -84,7 +107,13 @@ def main():
             print("docrefs: %s names the %s %s, which no longer exists"
                   % (doc, kind, name))
             bad += 1
-    print("docrefs: %d documents, %d stale references" % (len(docs), bad))
+    for doc, limit in SHORT_DOCS.items():
+        for s in long_sentences(doc, limit):
+            print("docrefs: %s: a sentence of %d words (under %d): %s..."
+                  % (doc, len(s.split()), limit, s[:60]))
+            bad += 1
+    print("docrefs: %d documents, %d stale references or long sentences"
+          % (len(docs), bad))
     return 1 if bad else 0
 
 
