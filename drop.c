@@ -14,6 +14,7 @@
  * each value, when the line is due. The linker gathers the groups in the
  * ferry_stats section; this file walks it and calls no module.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -143,16 +144,29 @@ static void stat_group_log(const struct ctx *c, const struct stat_group *g)
 	info("stats: %s%s", g->what, line);
 }
 
+/* stat_groups() - how many groups the section holds (0 without one). */
+static size_t stat_groups(void)
+{
+	uintptr_t start = (uintptr_t)__start_ferry_stats;
+	uintptr_t stop = (uintptr_t)__stop_ferry_stats;
+
+	return start ? (stop - start) / sizeof(struct stat_group) : 0;
+}
+
 /* stat_next() - the registered group with the lowest order above after
  * (any order when first), NULL when none is left. */
 static const struct stat_group *stat_next(unsigned int after, bool first)
 {
-	const struct stat_group *g, *best = NULL;
+	const struct stat_group *best = NULL;
+	size_t i, n = stat_groups();
 
-	for (g = __start_ferry_stats; g && g < __stop_ferry_stats; g++)
+	for (i = 0; i < n; i++) {
+		const struct stat_group *g = &__start_ferry_stats[i];
+
 		if ((first || g->order > after) &&
 		    (!best || g->order < best->order))
 			best = g;
+	}
 	return best;
 }
 
