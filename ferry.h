@@ -73,7 +73,7 @@ struct ctx {
 					 * ns_ready */
 	bool ns_ready;			/* ns_start() set the namespace up */
 	struct ns_agent *ns_agent;	/* resident helper running ns_call()
-					 * jobs (ns.c), or NULL */
+					 * jobs (nsexec.c), or NULL */
 	pid_t child_pid;
 	bool tty_taken;			/* ns mode: ferry was in the terminal's
 					 * foreground and handed it to the
