@@ -18,7 +18,7 @@
  *                    has every capability until priv_drop() clears them;
  *                    ns_call() then needs a resident helper to enter the
  *                    guest's network namespace after the drop (priv.c
- *                    plans it, ns.c's ns_agent_start()). In VM mode ferry
+ *                    plans it, nsexec.c's ns_agent_start()). In VM mode ferry
  *                    makes a user namespace of its own mapping only its
  *                    own uid and gid (setgroups denied). Its sockets stay
  *                    in the host's network namespace either way; only

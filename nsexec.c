@@ -31,8 +31,9 @@
  * in needs no privilege, so nothing privileged stays.
  *
  * This file is below the forwarders (tcp_fwd.c, tcp_splice.c, udp_fwd.c)
- * and namespace mode (ns.c), which call it; it calls only priv.c's
- * priv_task_drop() for the helper's own drop.
+ * and namespace mode (ns.c), which call it; it calls nothing above it:
+ * the helper's own drop (priv.c priv_task_drop()) is handed in by
+ * priv_drop(), its caller.
  */
 #include <errno.h>
 #include <poll.h>
@@ -122,6 +123,7 @@ struct ns_agent {
 	uid_t uid;			/* the helper's own drop */
 	gid_t gid;
 	uint64_t keep;
+	ns_drop_fn *drop;		/* priv_task_drop() */
 	pid_t parent;			/* ferry */
 	pid_t pid;
 	int pidfd;
@@ -148,7 +150,7 @@ static int agent_fn(void *arg)
 	 * ferry died before it, no signal would come: then the parent is
 	 * no longer ferry, and the helper ends here. */
 	if (setns(a->netns_fd, CLONE_NEWNET) ||
-	    (a->rc = priv_task_drop(a->uid, a->gid, a->keep, &what)) ||
+	    (a->rc = a->drop(a->uid, a->gid, a->keep, &what)) ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != a->parent) {
 		if (!a->rc)
 			a->rc = -errno;
@@ -189,7 +191,8 @@ static int agent_wait(struct ns_agent *a)
 	}
 }
 
-int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep)
+int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep,
+		   ns_drop_fn *drop_fn)
 {
 	struct ns_agent *a;
 	uint8_t *stack;
@@ -202,7 +205,8 @@ int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep)
 	if (a == MAP_FAILED || stack == MAP_FAILED)
 		return -ENOMEM;
 	*a = (struct ns_agent){ .netns_fd = c->ns_net_fd, .uid = uid,
-				.gid = gid, .keep = keep, .pidfd = -1,
+				.gid = gid, .keep = keep, .drop = drop_fn,
+				.pidfd = -1,
 				.parent = getpid() };
 	a->go = eventfd(0, EFD_CLOEXEC);
 	a->done = eventfd(0, EFD_CLOEXEC);

@@ -23,7 +23,12 @@ int ns_call(const struct ctx *c, int (*fn)(void *arg), void *arg);
  * then changes to uid:gid itself (PRIV_KEEP_IDS: keeps its ids),
  * capabilities keep only, and from then on runs every ns_call() job; it
  * dies with ferry. Returns 0 or -errno. */
-int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep);
+/* The helper's own drop, priv.c's priv_task_drop(): handed in by its
+ * caller, so this service calls nothing above it. */
+typedef int ns_drop_fn(uid_t uid, gid_t gid, uint64_t keep,
+		       const char **what);
+int ns_agent_start(struct ctx *c, uid_t uid, gid_t gid, uint64_t keep,
+		   ns_drop_fn *drop_fn);
 /* ns_task_run() - run fn(arg) in a helper task inside the namespaces of
  * userns_fd (-1: none to enter) and netns_fd and wait for it. Returns
  * fn's result, or -errno if entering failed. */

@@ -425,7 +425,8 @@ static void caps_clear(struct ctx *c)
 	if (p->ns_agent &&
 	    (rc = ns_agent_start(c, PRIV_KEEP_IDS, 0, keep |
 				 (f->tcp_out.mode == FWD_AUTO ||
-				  f->udp_out.mode == FWD_AUTO ? bind : 0))))
+				  f->udp_out.mode == FWD_AUTO ? bind : 0),
+				 priv_task_drop)))
 		die("cannot start the namespace helper: %s", strerror(-rc));
 	if ((rc = priv_task_drop(PRIV_KEEP_IDS, 0, keep, &what)))
 		die("clearing the capabilities: %s: %s", what, strerror(-rc));
@@ -451,7 +452,8 @@ void priv_drop(struct ctx *c)
 		return;
 	}
 	icmp_keep_for(c, p->gid);	/* before: the group decides */
-	if (p->ns_agent && (rc = ns_agent_start(c, p->uid, p->gid, keep)))
+	if (p->ns_agent &&
+	    (rc = ns_agent_start(c, p->uid, p->gid, keep, priv_task_drop)))
 		die("cannot start the namespace helper as %u:%u: %s",
 		    (unsigned int)p->uid, (unsigned int)p->gid,
 		    strerror(-rc));
