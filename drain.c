@@ -21,7 +21,10 @@
  * still open is reset both ways and logged with its 4-tuple
  * (tcp_drain_end()). UDP flows never hold the exit: ferry sends a guest
  * datagram at the end of the input batch it came in, so none is queued
- * toward the host when the check runs. --linger 0 quits at once.
+ * toward the host when the check runs. --linger 0 quits at once. In VM
+ * mode with no guest connected nothing can drain (no frame can reach the
+ * guest or come from it): the open connections are reset at once, so a
+ * VM manager's SIGTERM after its guest left is not held for --linger.
  * A second SIGTERM or SIGINT quits at once (loop.c).
  */
 #include "drain.h"
@@ -63,6 +66,8 @@ void drain_step(struct ctx *c)
 	now = drain_now_ms(c);
 	if (!tcp_drain_busy(c)) {
 		info("drained: every flow finished");
+	} else if (c->conf.mode == MODE_VM && !c->link.up) {
+		info("no guest connected: the open flows cannot drain");
 	} else if (now >= c->drain_due_ms) {
 		warn("linger deadline (%u s): resetting the open flows",
 		     c->conf.linger_s);

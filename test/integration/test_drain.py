@@ -14,6 +14,7 @@ the ASan build on a loaded machine; the issue's 20 are a longer run).
 """
 import hashlib
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -23,7 +24,7 @@ import pytest
 
 import conftest
 import tcpx
-from conftest import FERRY, GW4, wait_for
+from conftest import FERRY, GW4, HOST4, SLOW, wait_for
 from tcp_util import PY, host_listen
 
 HERE = Path(__file__).resolve().parent
@@ -303,3 +304,48 @@ def test_second_signal_quits_at_once(ferry_ns, tmp_path):
     f.proc.wait(timeout=10)
     conn.close()
     lsock.close()
+
+
+def test_vm_sigterm_without_guest_does_not_linger(tmp_path):
+    """VM mode, SIGTERM after the guest left (a VM manager stopping passt
+    once qemu is gone) with a connection still open: nothing can drain
+    toward a guest that is not there, so ferry resets it and exits at
+    once rather than after --linger (20 s here; before: all of it)."""
+    from vmguest import (FerryVM, StreamClient, _tcp_frame, _tcp_of,
+                         arp_reply_for, arp_request, is_arp_reply)
+    srv = socket.create_server(("0.0.0.0", 0))
+    port = srv.getsockname()[1]
+    f = FerryVM(tmp_path, ["--linger", "20"])
+    try:
+        c = StreamClient(f.sock)
+        c.send_frame(arp_request(GW4, sender=HOST4))
+        mac = arp_reply_for(c.wait_frame(is_arp_reply(GW4), 10, "ARP"), GW4)
+        c.send_frame(_tcp_frame(mac, HOST4, GW4, 40200, port, 1000, 0, 0x02,
+                                opts=b"\x02\x04\x05\xb4"))
+        synack = c.wait_frame(lambda fr: (_tcp_of(fr, port, 40200) or
+                                          (0, 0))[1] & 0x12 == 0x12, 10,
+                              "SYN-ACK")
+        ack = _tcp_of(synack, port, 40200)[0] + 1
+        c.send_frame(_tcp_frame(mac, HOST4, GW4, 40200, port, 1001, ack,
+                                0x18, b"held open\n"))
+        peer, _ = srv.accept()
+        peer.settimeout(10)
+        assert peer.recv(64) == b"held open\n"
+        c.close()
+        wait_for(lambda: "guest disconnected" in f.output(), 10,
+                 "ferry to see the guest leave")
+        t0 = time.monotonic()
+        f.proc.send_signal(signal.SIGTERM)
+        f.proc.wait(timeout=15 * SLOW)
+        took = time.monotonic() - t0
+        assert took < 5 * SLOW, (took, f.output())
+        assert "cannot drain" in f.output(), f.output()
+        peer.settimeout(5)
+        try:
+            assert peer.recv(64) == b""		# FIN or reset, not silence
+        except ConnectionResetError:
+            pass
+        peer.close()
+    finally:
+        f.stop()
+        srv.close()
