@@ -159,7 +159,8 @@ void isolate_layer(struct ctx *c, enum iso_layer layer, bool ok,
 static bool have_cap(int cap)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	/* Zeroed: valgrind's capget sees only the first word written. */
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
 
 	if (syscall(SYS_capget, &hdr, d))
 		return false;
@@ -234,7 +235,7 @@ static int empty_root(const char **what)
 	if (unshare(CLONE_NEWNS))
 		return -errno;
 	*what = "making the mounts private";
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+	if (mount("", "/", "", MS_REC | MS_PRIVATE, NULL))
 		return -errno;
 	*what = "mounting an empty tmpfs";
 	for (i = 0; i < sizeof(iso_mnt_dirs) / sizeof(iso_mnt_dirs[0]); i++)
