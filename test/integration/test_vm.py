@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import FERRY, GW4, HOST4, SLOW, wait_for
+from conftest import FERRY, GW4, HOST4, SLOW, VALGRIND, wait_for
 import vmchecks
 from vmguest import (FRAME_MAX, FerryVM, GuestSession, StreamClient,
                      arp_reply_for, arp_request, boot_twice, build_guest, csum,
@@ -33,6 +33,10 @@ from vmguest import (FRAME_MAX, FerryVM, GuestSession, StreamClient,
                      tcp_source, tftp_handler)
 
 OUR_MAC_LEN = 6
+# ferry removes its socket at exit through a directory fd that only a
+# Landlock rule confines (isolate.c); without Landlock it closes the fd and
+# leaves the socket. valgrind does not know Landlock's system calls.
+NO_LANDLOCK = VALGRIND
 
 
 @pytest.fixture
@@ -180,7 +184,7 @@ def test_one_off_exits_after_first_client(vm):
     assert f.alive()
     c.close()
     assert f.wait_exit(10) == 0
-    assert not os.path.exists(f.sock), "socket file left behind"
+    assert not os.path.exists(f.sock) or NO_LANDLOCK, "socket left behind"
 
 
 def test_without_one_off_next_client_served(vm):
@@ -217,7 +221,7 @@ def test_default_socket_path_printed_and_usable(vm):
     arp_works(c)
     c.close()
     f.stop()
-    assert not os.path.exists(path)
+    assert not os.path.exists(path) or NO_LANDLOCK
 
 
 def test_libvirt_command_line_as_passt(tmp_path):
@@ -253,7 +257,7 @@ def test_libvirt_command_line_as_passt(tmp_path):
         wait_for(lambda: not os.path.exists(f"/proc/{pid}") or
                  open(f"/proc/{pid}/stat").read().split()[2] == "Z", 10,
                  "passt daemon to exit")
-        assert not sock.exists()
+        assert not sock.exists() or NO_LANDLOCK
         assert "UNIX domain socket bound at" in log.read_text()
     finally:
         if os.path.exists(f"/proc/{pid}"):
