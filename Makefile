@@ -19,6 +19,8 @@
 #                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan, fuzz_vu,
 #                   fuzz_vu_sock, fuzz_tcp; run one with
 #                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
+#   make seccomp-list  the system calls each mode's seccomp filter allows,
+#                   counted (from the seccomp(MODES): annotations, seccomp.c)
 #   make lint       cppcheck + clang-tidy (.clang-tidy); non-zero exit on any
 #                   finding (a few minutes: not part of make check)
 #   make valgrind   unit tests built without sanitizers, under valgrind memcheck,
@@ -49,10 +51,10 @@ BASE    := -std=gnu11 -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -fno-strict-aliasing $(W
 RELEASE := $(shell cat VERSION 2>/dev/null || echo 0)
 GITREV  := $(shell test -e .git && git describe --always --dirty 2>/dev/null)
 VERSION := $(RELEASE)$(if $(GITREV),-g$(GITREV))
-BASE    += -DFERRY_VERSION='"$(VERSION)"'
+BASE    += -DFERRY_VERSION='"$(VERSION)"' -Ibuild
 
 SRCS    := $(sort $(wildcard *.c))
-HDRS    := $(wildcard *.h)
+HDRS    := $(wildcard *.h) build/seccomp_tab.h
 LIBSRCS := $(filter-out ferry.c,$(SRCS))
 
 # Test build: sanitizers plus test-only features (fault injection).
@@ -61,12 +63,30 @@ SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
 UNIT_SRCS += test/fuzz/fuzz_lib.c test/fuzz/tcp_prog.c
 
-.PHONY: all clean check unit integration install install-debug install-podman install-links uninstall run bench tools fuzz lint valgrind
+.PHONY: all clean check unit integration install install-debug install-podman install-links uninstall run bench tools fuzz lint valgrind seccomp-list
 
 all: ferry
 
 ferry: $(SRCS) $(HDRS) Makefile
 	$(CC) $(BASE) $(CFLAGS) -o $@ $(SRCS) $(LDFLAGS)
+
+# The seccomp allow-list, generated from the sources' annotations (never
+# committed); rewritten only when it changes, so objects that include it
+# are not rebuilt for every edit.
+build/seccomp_tab.h: $(SRCS) test/seccomp_gen.sh
+	@mkdir -p build
+	@bash test/seccomp_gen.sh header $(SRCS) > $@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+
+seccomp-list: build/seccomp_tab.h
+	@bash test/seccomp_gen.sh list $(SRCS)
+
+# Release objects, one per source, for the allow-list check
+# (test/seccomp_check.sh reads the libc functions each one imports).
+SC_OBJS := $(patsubst %.c,build/sc-obj/%.o,$(SRCS))
+build/sc-obj/%.o: %.c $(HDRS) Makefile
+	@mkdir -p build/sc-obj
+	$(CC) $(BASE) $(CFLAGS) -c -o $@ $<
 
 build/ferry-test: $(SRCS) $(HDRS) Makefile
 	@mkdir -p build
@@ -85,7 +105,7 @@ build/wclamp: test/wclamp.c
 unit: build/unit
 	./build/unit
 
-check: ferry build/ferry-test build/unit
+check: ferry build/ferry-test build/unit $(SC_OBJS)
 	@bash test/run.sh
 
 run: ferry
@@ -185,7 +205,7 @@ build/fuzz/fuzz_fwd: build/fuzz/obj/test/fuzz/fuzz_fwd.o build/fuzz/obj/fwd.o
 build/fuzz/fuzz_netlink: build/fuzz/obj/test/fuzz/fuzz_netlink.o build/fuzz/obj/util.o build/fuzz/obj/log.o
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 
-lint:
+lint: build/seccomp_tab.h
 	@bash test/lint.sh
 
 # Unit tests without sanitizers (valgrind and ASan do not mix).

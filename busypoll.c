@@ -52,6 +52,10 @@
 #include "log.h"
 #include "util.h"
 
+/* seccomp(all): epoll_wait pread64
+ *   (the loop's wait; the PSI file read before a poll) */
+/* seccomp(setup): openat */
+
 #define BP_MISS_MAX		8
 #define BP_PREEMPT_NS		50000
 #define BP_BACKOFF_MIN_MS	10

@@ -44,6 +44,10 @@
 #include "log.h"
 #include "util.h"
 
+/* seccomp(setup): brk close connect exit_group lseek mmap munmap newfstatat */
+/* seccomp(setup): openat read socket write
+ *   (the command line, --help, user names) */
+
 #define MTU_MIN		68
 #define MTU_MAX		65520
 #define MTU_MIN_IPV6	1280

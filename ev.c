@@ -17,6 +17,9 @@
 #include "ferry.h"
 #include "util.h"
 
+/* seccomp(all): epoll_ctl
+ *   (registrations) */
+
 /* ep_is_ctl() - is the fd under ref served while the link is stalled? */
 static bool ep_is_ctl(union eref ref)
 {

@@ -3,7 +3,8 @@
  * main() picks the mode (ferry ns | ferry vm, or the program name pasta /
  * passt), parses the configuration, sets up the guest link and the
  * protocol modules and every forwarding listener, detaches (unless in the
- * foreground), confines itself and gives up root (isolate.c, priv.c),
+ * foreground), confines itself and gives up root (isolate.c, priv.c;
+ * seccomp.c last),
  * only then lets the namespace command run, and runs the event loop
  * (loop.c). All state is in one struct ctx, allocated once here.
  */
@@ -26,8 +27,14 @@
 #include "ns.h"
 #include "pcap.h"
 #include "priv.h"
+#include "seccomp.h"
 #include "util.h"
 #include "vm.h"
+
+/* seccomp(all): exit_group
+ *   (returning from main()) */
+/* seccomp(setup): brk clone close dup2 epoll_create1 getpid kill mmap */
+/* seccomp(setup): newfstatat openat setsid write */
 
 /* pick_mode() - from the program name or the first argument. Returns
  * the number of arguments consumed before the options. */
@@ -121,6 +128,21 @@ static void daemonize(struct ctx *c)
 		log_to_syslog();
 }
 
+/* filter_start() - the last set-up step: the seccomp allow-list
+ * (seccomp.c), unless --sandbox=off; recorded as a layer of the
+ * start-up line (a refusal: strict dies, on warns, isolate_layer()). */
+static void filter_start(struct ctx *c)
+{
+	int rc;
+
+	if (c->conf.sandbox == SANDBOX_OFF)
+		return;
+	rc = seccomp_install(c);
+	isolate_layer(c, ISO_SECCOMP, !rc, "cannot install the filter", -rc);
+	if (!rc)
+		info("seccomp: %u system calls allowed", seccomp_count(c));
+}
+
 int main(int argc, char **argv)
 {
 	struct ctx *c;
@@ -177,7 +199,7 @@ int main(int argc, char **argv)
 	tcp_fwd_init(c);
 	daemonize(c);
 	isolate_apply(c);		/* namespaces, Landlock, priv_drop() */
-	/* seccomp_install(c) comes here: the last set-up step */
+	filter_start(c);		/* seccomp: the last set-up step */
 	isolate_report(c);
 	ns_run_command(go);
 

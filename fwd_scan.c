@@ -32,6 +32,10 @@
 
 #include "fwd_scan.h"
 
+/* seccomp(ns): lseek read
+ *   (auto forwards: the /proc/net tables, through fds opened at start-up) */
+/* seccomp(setup): openat close */
+
 #define SCAN_BUF	8192
 #define SCAN_LINE_MAX	512		/* real lines are ~150 characters */
 

@@ -57,6 +57,9 @@
 #include "netlink.h"
 #include "util.h"
 
+/* seccomp(setup): brk close ioctl mmap munmap newfstatat openat read socket */
+/* seccomp(setup): write */
+
 #define RESOLV_CONF	"/etc/resolv.conf"
 
 /* classful_prefix() - RFC 4632 era default for an IPv4 address without a

@@ -68,6 +68,12 @@
 #include "util.h"
 #include "wire.h"
 
+/* seccomp(all): bind close connect getsockname recvfrom recvmsg sendmsg */
+/* seccomp(all): setsockopt
+ *   (ping sockets, one per echo flow) */
+/* seccomp(all): socket(0=AF_INET) socket(0=AF_INET6) */
+/* seccomp(setup): getegid mmap openat read */
+
 #define ICMP_ECHO_REQ4		8
 #define ICMP_ECHO_REPLY4	0
 #define ICMP_ECHO_REQ6		128

@@ -38,6 +38,9 @@
 #include "util.h"
 #include "wire.h"
 
+/* seccomp(all): recvmsg
+ *   (the socket error queue) */
+
 #define ICMP4_QUOTE_MAX	(576 - IP4_HLEN - ICMP_HLEN)	/* quoted bytes */
 #define ICMP6_QUOTE_MAX	(1280 - IP6_HLEN - ICMP6_HLEN)
 

@@ -95,6 +95,11 @@
 #include "ns.h"
 #include "priv.h"
 
+/* seccomp(setup): chdir close getegid geteuid ioctl mount prctl setns */
+/* seccomp(setup): umount2 unshare capget pivot_root landlock_add_rule */
+/* seccomp(setup): landlock_create_ruleset landlock_restrict_self
+ *   (all of it before seccomp_install()) */
+
 /* Landlock's interface (linux/landlock.h may predate the rights used):
  * the attribute grows with the ABI; the kernel takes the size given. */
 #define LL_CREATE_VERSION	(1U << 0)

@@ -36,6 +36,17 @@
 #include "log.h"
 #include "util.h"
 
+/* seccomp(all): write ftruncate lseek pread64 pwrite64 clock_gettime
+ *   (stderr; the log file, its lines' times, the rotation in place) */
+/* seccomp(all): sendto connect close getpid socket(0=AF_UNIX)
+ *   (syslog(3): a datagram per message, reconnecting to /dev/log if that
+ *    fails) */
+/* seccomp(all): brk mmap munmap
+ *   (syslog(3) before glibc 2.37: each message in a malloc()ed buffer) */
+/* seccomp(all): exit_group
+ *   (die()) */
+/* seccomp(setup): openat read newfstatat readlink readlinkat */
+
 #define LOG_PID_WIDTH	7		/* digits of the largest PID (2^22) */
 #define LOG_PATH_MAX	512		/* of the path shown in the header */
 
@@ -134,7 +145,9 @@ void log_file_pid(void)
 
 void log_to_syslog(void)
 {
-	/* Connected now: /dev/log is out of reach once confined. */
+	/* Connected and the time zone read now: /dev/log and the zone file
+	 * are out of reach once confined (and seccomp allows no open()). */
+	tzset();
 	openlog("ferry", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	log_sink.syslog_on = true;
 }

@@ -34,9 +34,14 @@
 #include "log.h"
 #include "ndp.h"
 #include "ns.h"
+#include "seccomp.h"
 #include "util.h"
 #include "vhost_user.h"
 #include "vm.h"
+
+/* seccomp(all): epoll_ctl read
+ *   (registrations, the signalfd) */
+/* seccomp(setup): rt_sigaction rt_sigprocmask signalfd4 */
 
 #define EVENTS_MAX	128
 
@@ -74,6 +79,12 @@ static void signal_handler(struct ctx *c)
 			stats_log(c);
 			continue;
 		}
+#ifdef FERRY_TEST
+		if (si.ssi_signo == SIGUSR2) {
+			seccomp_test_violate();
+			continue;
+		}
+#endif
 		if (si.ssi_signo == SIGHUP || c->draining) {
 			info("signal %u: exiting", si.ssi_signo);
 			c->quit = true;
@@ -97,6 +108,9 @@ void signals_init(struct ctx *c)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
+#ifdef FERRY_TEST
+	sigaddset(&set, SIGUSR2);	/* seccomp_test_violate() */
+#endif
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	c->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (c->sigfd < 0 || ep_add(c, c->sigfd, EPOLLIN, ref))

@@ -30,6 +30,9 @@
 #include "netlink.h"
 #include "util.h"
 
+/* seccomp(setup): bind close recvmsg sendto setsockopt socket
+ *   (the guest's and host's configuration, start-up only) */
+
 #define NL_RX_SIZE	32768	/* kernel dump chunks are at most 32 KiB */
 #define NL_TX_ATTRS	256	/* room for a request's attributes */
 

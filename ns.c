@@ -90,6 +90,18 @@
 #include "priv.h"
 #include "util.h"
 
+/* seccomp(ns): read write close
+ *   (the inotify watch, the command's pidfd closed) */
+/* seccomp(setup): clone mmap */
+/* seccomp(ns): waitid
+ *   (the command's exit (its pidfd), or the inotify watch read) */
+/* seccomp(ns): getpgrp rt_sigprocmask ioctl(1=TCGETS) ioctl(1=TIOCGPGRP) */
+/* seccomp(ns): ioctl(1=TIOCSPGRP)
+ *   (ns_tty_back(): the terminal back from the command) */
+/* seccomp(setup): brk eventfd2 execve exit_group getegid geteuid getpid */
+/* seccomp(setup): getppid inotify_add_watch inotify_init1 newfstatat openat */
+/* seccomp(setup): pipe2 prctl rt_sigaction setpgid socket unshare */
+/* seccomp(setup): pidfd_open access */
 #define LO_IFINDEX	1		/* loopback is 1 in every namespace */
 
 /* The tap's transmit queue: the guest's frames waiting for ferry to read

@@ -53,6 +53,17 @@
 #include "nsexec.h"
 #include "priv.h"
 
+/* seccomp(ns): clone(0=CLONE_VM|CLONE_FILES|CLONE_VFORK|SIGCHLD) exit wait4 */
+/* seccomp(ns): mmap munmap
+ *   (ns_task_run()'s helper tasks, and their stacks) */
+/* seccomp(ns): setns(1=CLONE_NEWUSER) setns(1=CLONE_NEWNET)
+ *   (the helper entering the guest's namespaces) */
+/* seccomp(ns): poll read write close
+ *   (ns_call() through the resident helper's eventfds) */
+/* seccomp(setup): exit_group eventfd2 newfstatat getpid getppid prctl */
+/* seccomp(setup): pidfd_open
+ *   (the resident helper's start) */
+
 #define HELPER_STACK	(256 << 10)
 
 /* The helper task's job: namespaces to enter, then fn(arg). */

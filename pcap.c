@@ -36,6 +36,10 @@
 #include "pcap.h"
 #include "util.h"
 
+/* seccomp(all): clock_gettime writev
+ *   (a record per frame) */
+/* seccomp(setup): openat close */
+
 /* pcap_open() - create path and write the file header: fd or -errno. */
 int pcap_open(const char *path)
 {

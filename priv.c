@@ -95,6 +95,11 @@
 #include "nsexec.h"
 #include "priv.h"
 
+/* seccomp(setup): brk close exit_group getegid geteuid getgroups getresgid */
+/* seccomp(setup): getresuid ioctl mmap munmap newfstatat openat prctl read */
+/* seccomp(setup): setgid setuid write capget capset setgroups setresgid */
+/* seccomp(setup): setresuid */
+
 #define PRIV_CAP_MAX	64		/* bits in the kernel's cap sets */
 
 /* passwd_id() - the decimal id field at s, ending in ':' (digits only,

@@ -32,6 +32,10 @@
 #include "util.h"
 #include "vnet.h"
 
+/* seccomp(ns): read write
+ *   (the tap's frames) */
+/* seccomp(setup): ioctl */
+
 /* USO flags (Linux 6.2 uapi), for older headers. */
 #ifndef TUN_F_USO4
 #define TUN_F_USO4	0x20

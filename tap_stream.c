@@ -57,6 +57,11 @@
 #include "pkt.h"
 #include "util.h"
 
+/* seccomp(vm): recvfrom sendmsg
+ *   (qemu's stream socket) */
+/* seccomp(vm): ioctl(1=SIOCOUTQ)
+ *   (the stall's queue length) */
+
 #define STREAM_PFX	4
 #define STALL_LOG_MS	2000	/* a stall this long is logged */
 

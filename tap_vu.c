@@ -42,6 +42,9 @@
 #include "vnet.h"
 #include "wire.h"
 
+/* seccomp(vu): read write
+ *   (kick and call eventfds) */
+
 /* Slot of one received frame: header + largest frame, 64-byte aligned. */
 #define VU_SLOT		ROUND_UP(VNET_HLEN + FRAME_MAX, 64)
 #define VU_MRG_MAX	256	/* chains for one frame to the guest */

@@ -84,6 +84,13 @@
 #include "tcp_ooo.h"
 #include "util.h"
 
+/* seccomp(all): bind close connect getsockopt recvfrom sendmsg setsockopt */
+/* seccomp(all): shutdown
+ *   (host sockets of TCP flows) */
+/* seccomp(all): socket(0=AF_INET) socket(0=AF_INET6) */
+/* seccomp(all): ioctl(1=SIOCINQ)
+ *   (a socket's unread bytes, before exit) */
+
 #define TCP_IOV_MAX	1024	/* iovecs per sendmsg() (UIO_MAXIOV) */
 
 _Static_assert(TCP_PEND_MAX >= RX_FRAMES_MAX, "one slice per input frame");

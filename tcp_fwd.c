@@ -62,6 +62,12 @@
 #include "tcp_conn.h"
 #include "util.h"
 
+/* seccomp(all): accept4 close setsockopt
+ *   (forwarded ports' connections) */
+/* seccomp(all): bind listen socket(0=AF_INET) socket(0=AF_INET6)
+ *   (auto forwards: listeners opened later) */
+/* seccomp(setup): openat */
+
 #define LFD_SLOTS	(2 * 2 * 65536)
 #define LFD_NEW		(1 << 30)	/* opened, not yet registered */
 

@@ -62,6 +62,9 @@
 #include "util.h"
 #include "wire.h"
 
+/* seccomp(all): munmap
+ *   (pools given back) */
+
 #define SACK_PAD	2	/* NOPs before the SACK option: its blocks
 				 * stay 4-byte aligned */
 #define BLK_MASK	(TCP_OOO_BLK - 1)

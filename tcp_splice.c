@@ -45,6 +45,12 @@
 #include "tcp_conn.h"
 #include "util.h"
 
+/* seccomp(ns): close connect fcntl getsockopt pipe2 setsockopt shutdown splice
+ *   (loopback splicing) */
+/* seccomp(ns): socket(0=AF_INET) socket(0=AF_INET6) */
+/* seccomp(ns): getpeername
+ *   (the peers named in the log) */
+
 #ifndef TCP_SPLICE_PIPE
 #define TCP_SPLICE_PIPE		(512u << 10)	/* pipe size per direction */
 #endif

@@ -90,6 +90,8 @@
 #include "tcp_conn.h"
 #include "util.h"
 
+/* seccomp(all): munmap */
+
 _Static_assert(TCP_TW_MAX < UINT16_MAX, "slot + 1 fits a chain link");
 _Static_assert(!(TCP_TW_BUCKETS & (TCP_TW_BUCKETS - 1)), "power of two");
 

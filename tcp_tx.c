@@ -99,6 +99,11 @@
 #include "util.h"
 #include "wire.h"
 
+/* seccomp(all): getsockopt recvfrom recvmsg setsockopt
+ *   (data from host sockets) */
+/* seccomp(all): ioctl(1=SIOCINQ)
+ *   (bytes waiting in a host socket) */
+
 #define TCP_SEG_BATCH	128		/* segments per socket read */
 #define DISCARD_SIZE	(1u << 16)
 #define DISCARD_IOV	512		/* fallback: up to 32 MiB in flight */

@@ -97,6 +97,11 @@
 #include "util.h"
 #include "wire.h"
 
+/* seccomp(all): bind close connect recvmmsg sendmmsg setsockopt
+ *   (UDP flows' host sockets) */
+/* seccomp(all): socket(0=AF_INET) socket(0=AF_INET6) */
+/* seccomp(setup): mmap */
+
 #define UDP_PAYLOAD_MAX4	(65535 - IP4_HLEN - UDP_HLEN)	/* 65507 */
 #define UDP_PAYLOAD_MAX6	(65535 - UDP_HLEN)		/* 65527 */
 #define UDP_SOCK_BUF		(4 << 20)	/* SO_RCVBUF/SO_SNDBUF asked */

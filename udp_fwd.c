@@ -69,6 +69,11 @@
 #include "udp_int.h"
 #include "util.h"
 
+/* seccomp(all): close connect recvmmsg setsockopt
+ *   (forwarded UDP ports) */
+/* seccomp(all): socket(0=AF_INET) socket(0=AF_INET6) */
+/* seccomp(setup): mmap openat */
+
 #define LREF_V6		1	/* eref side bits of a listener */
 #define LREF_NS		2
 #define UDP_SCAN_MS	1000

@@ -14,6 +14,12 @@
 #include "log.h"
 #include "util.h"
 
+/* seccomp(all): accept4 clock_gettime close fcntl setsockopt write
+ *   (helpers) */
+/* seccomp(all): eventfd2 getrandom
+ *   (the spare fd is an eventfd; random_bytes(): ndp.c's delays) */
+/* seccomp(setup): getpid mmap prlimit64 */
+
 /* str_copy() - bounded copy that always terminates dst. */
 bool str_copy(char *dst, const char *src, size_t size)
 {

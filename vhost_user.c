@@ -44,6 +44,10 @@
 #include "util.h"
 #include "vhost_user.h"
 
+/* seccomp(vu): close mmap munmap newfstatat readlink recvmsg sendmsg write
+ *   (the control socket, guest memory, the ring fds checked) */
+/* seccomp(setup): readlinkat */
+
 #define VU_MSGS_PER_EVENT	64	/* then back to the loop */
 #define VU_VRING_NOFD		(1ULL << 8)	/* KICK/CALL/ERR: no fd */
 #define VU_VRING_IDX_MASK	0xffULL

@@ -36,6 +36,9 @@
 
 #include "virtq.h"
 
+/* seccomp(vu): write
+ *   (the call eventfd) */
+
 /* Guest memory is little-endian (virtio 1.x); fields are read once. */
 static uint16_t rd_le16(const uint16_t *p)
 {

@@ -29,6 +29,13 @@
 #include "vhost_user.h"
 #include "vm.h"
 
+/* seccomp(vm vu): accept4 close unlink unlinkat
+ *   (the next client; the socket removed at exit) */
+/* seccomp(setup): bind connect getpid link linkat listen newfstatat */
+/* seccomp(setup): setsockopt socket */
+/* seccomp(setup): openat read write brk mmap munmap
+ *   (stale_socket(): /proc/net/unix, read before listening) */
+
 #define SOCKET_TRIES	64
 
 /* listen_at() - a listening socket bound to path; fd or -errno. */

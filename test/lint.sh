@@ -13,7 +13,7 @@ rc=0
 
 echo "== cppcheck"
 cppcheck -q --enable=warning,performance,portability --std=c11 \
-	--inline-suppr --error-exitcode=1 -D_GNU_SOURCE -DFERRY_TEST -I. \
+	--inline-suppr --error-exitcode=1 -D_GNU_SOURCE -DFERRY_TEST -I. -Ibuild \
 	$srcs || rc=1
 
 echo "== clang-tidy"
@@ -23,7 +23,7 @@ echo "== clang-tidy"
 out=$(ls *.c test/fuzz/*.c | grep -v fuzz_netlink.c | xargs -P2 -n4 \
 	clang-tidy --quiet --extra-arg=-std=gnu11 --extra-arg=-D_GNU_SOURCE \
 	--extra-arg=-DFERRY_TEST --extra-arg=-DFERRY_VERSION=\"lint\" \
-	--extra-arg=-I. 2>/dev/null |
+	--extra-arg=-I. --extra-arg=-Ibuild 2>/dev/null |
 	grep -E "^[^ ]+:[0-9]+:[0-9]+: (warning|error)" | sort -u)
 if [ -n "$out" ]; then
 	echo "$out"

@@ -80,6 +80,17 @@ elif [ "$rc" != 0 ] && ! grep -q "unit: .* failed" "$log"; then
 	echo "unit test binary crashed (exit $rc)"; fail=$((fail + 1))
 fi
 
+# Every system call the code can make is on a seccomp list or marked
+# start-up only (seccomp.c): checked against the release objects.
+if [ "${FERRY_VALGRIND:-}" != 1 ]; then
+	echo "== seccomp allow-list check (test/seccomp_check.sh)"
+	if bash test/seccomp_check.sh; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+	fi
+fi
+
 # The VM tests boot a guest built from Debian packages (test/guest): build
 # it here, outside the sandbox, where apt-get can install what is missing;
 # inside, the session fixture finds it up to date (cached between runs).

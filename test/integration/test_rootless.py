@@ -665,6 +665,10 @@ def test_root_joined_root_netns_drops_with_helper(root_dir):
         isolated(kids[0])
         assert os.stat(f"/proc/{kids[0]}/ns/net").st_ino == \
             os.stat(f"/run/netns/{ns}").st_ino
+        # The seccomp filter, in ferry and (seccomp.c's job) the helper.
+        wait_for(lambda: "seccomp:" in log.read_text(), 20, "the filter")
+        assert status(p.pid)["Seccomp"] == ["2"], log.read_text()
+        assert status(kids[0])["Seccomp"] == ["2"], log.read_text()
         for _ in range(3):	# more than one socket from the helper
             line = read_line("127.0.0.1", FWD_PORT)
             assert line == "guest says hello to 127.0.0.1", line
