@@ -58,13 +58,14 @@ FLOORS = {
     "tcp_fwd": 2, "tcp_splice": 2, "tcp_tw": 2, "tcp_guard": 2, "nsexec": 1,
     # 3: drivers: receive dispatch, the loop, the modes, start-up
     "tap.c": 3, "loop": 3, "ns": 3, "isolate": 3, "drain": 3, "vm": 3, "ferry": 3, "conf": 3,
-    "hostconf": 3, "priv": 3,
+    "hostconf": 3, "priv": 3, "seccomp": 3,
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "build", "layers")
 CFLAGS = ["-std=gnu11", "-D_GNU_SOURCE", "-O0", "-w", "-c",
-          "-DFERRY_VERSION=\"layers\"", "-DFERRY_TEST"]
+          "-DFERRY_VERSION=\"layers\"", "-DFERRY_TEST", "-Ibuild"]
+# -Ibuild: seccomp.c includes the table make generates (build/seccomp_tab.h)
 
 
 def floor_of(name):
