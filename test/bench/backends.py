@@ -17,6 +17,8 @@ host namespace (test/sandbox.sh) at a given MTU, plus:
   pasta        the same command line with Debian's pasta (plus --runas 0:
                as root pasta would switch to nobody and then fail to set up
                the namespace in the sandbox).
+  pasta-trixie the same with Debian trixie's pasta (2025-05), unpacked by
+               test/bench/peers.sh and run through trixie's own loader.
   slirp4netns  `slirp4netns --configure --mtu MTU --enable-ipv6 PID tap0`
                on a namespace we create; 10.0.2.2 / fd00::2 reach the host's
                loopback.
@@ -30,6 +32,10 @@ import shutil
 import procs
 
 NO_FWD = ["-t", "none", "-u", "none", "-T", "none", "-U", "none"]
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# test/bench/peers.sh's wrappers (trixie's passt through its own loader)
+TRIXIE_BIN = os.path.join(ROOT, "build", "peers", "trixie", "bin")
 
 
 class BackendError(Exception):
@@ -218,6 +224,13 @@ class Pasta(Ferry):
                 "-m", str(self.mtu)] + NO_FWD
 
 
+class PastaTrixie(Pasta):
+    name = "pasta-trixie"
+
+    def __init__(self, mtu, workdir):
+        super().__init__(mtu, workdir, os.path.join(TRIXIE_BIN, "pasta"))
+
+
 class Slirp(Backend):
     name = "slirp4netns"
     peer = True
@@ -233,8 +246,22 @@ class Slirp(Backend):
         self._wait_net("10.0.2.2", "fd00::2")
 
 
+def trixie_version():
+    """The trixie passt package's version (peers.sh wrote it), or None."""
+    try:
+        with open(os.path.join(TRIXIE_BIN, "..", "VERSION")) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
 def available(name):
     """Why a peer tool cannot run (missing binary), or None."""
+    if name in ("pasta-trixie", "passt-trixie"):
+        if os.access(os.path.join(TRIXIE_BIN, name.split("-")[0]), os.X_OK):
+            return None
+        return os.environ.get("BENCH_TRIXIE_ERROR") or "trixie passt not unpacked " \
+            "(test/bench/peers.sh)"
     exe = {"pasta": "pasta", "slirp4netns": "slirp4netns"}.get(name)
     if exe and not shutil.which(exe):
         return f"{exe} not installed"

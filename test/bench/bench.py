@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""bench.py - ferry against veth, pasta and slirp4netns, side by side.
+"""bench.py - ferry against veth, pasta (Debian 12's and trixie's) and
+slirp4netns, side by side; in VM mode against passt (both).
 
 Run by test/bench/run.sh inside test/sandbox.sh (never directly on the
 host: every address used is local to the sandbox). Plan:
@@ -21,9 +22,10 @@ a path it cannot do, gives n/a with the reason; the run goes on.
 Environment: BENCH_RUNS (N, default 3), BENCH_TIME (seconds per run,
 default 2; the UDP rate search probes for 1 s less), BENCH_QUICK=1 (N=1,
 a subset: ~2 minutes),
-BENCH_TOOLS (comma list, default veth,ferry,pasta,slirp4netns),
+BENCH_TOOLS (comma list, default veth,ferry,pasta,pasta-trixie,slirp4netns),
 BENCH_VM=0/1 (the VM-mode rows: ferry vm and passt with the qemu guest;
-default 1, 0 in quick mode),
+default 1, 0 in quick mode), BENCH_VM_TOOLS (default
+ferry,passt,passt-trixie),
 BENCH_ONLY (regex on path ids), FERRY_BIN, BENCH_OUT (default build/bench),
 BENCH_PUBLISH=1/0 (write doc/bench.svg, doc/bench.md's results and
 README.md's chart caption; default: only after a full run).
@@ -45,6 +47,8 @@ import report  # noqa: E402
 import vm  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NS_TOOLS = ("veth", "ferry", "pasta", "pasta-trixie", "slirp4netns")
+VM_TOOLS = ("ferry", "passt", "passt-trixie")
 
 
 class Path:
@@ -53,11 +57,11 @@ class Path:
     def __init__(self, pid, label, unit, better, kind, fam, mtu, tools=None, **args):
         self.id, self.label, self.unit, self.better = pid, label, unit, better
         self.kind, self.fam, self.mtu, self.args = kind, fam, mtu, args
-        self.tools = tools	# None: the namespace tools (veth, ferry, pasta, slirp4netns)
+        self.tools = tools	# None: the namespace tools (veth, ferry, the peers)
         self.base = "passt" if tools else "veth"
 
 
-def plan(quick, vm):
+def plan(quick, vm, vm_tools=VM_TOOLS):
     rows = []
     for mtu in (65520, 1500):
         for fam in ("4", "6"):
@@ -100,7 +104,7 @@ def plan(quick, vm):
                              f"VM (qemu TCG{', vhost-user' if vu else ''}): "
                              f"TCP 1 stream {arrow} IPv4",
                              "Gbit/s", "higher", "vm", "4", 65520,
-                             tools=["ferry", "passt"], dir=d, vu=vu))
+                             tools=list(vm_tools), dir=d, vu=vu))
     return rows
 
 
@@ -110,10 +114,12 @@ class Bench:
         self.quick = quick
         self.n = int(os.environ.get("BENCH_RUNS", "1" if quick else "3"))
         self.secs = int(os.environ.get("BENCH_TIME", "2"))
-        self.tools = os.environ.get("BENCH_TOOLS", "veth,ferry,pasta,slirp4netns").split(",")
+        self.tools = os.environ.get("BENCH_TOOLS", ",".join(NS_TOOLS)).split(",")
+        self.vm_tools = os.environ.get("BENCH_VM_TOOLS", ",".join(VM_TOOLS)).split(",")
         only = os.environ.get("BENCH_ONLY")
         self.vm = os.environ.get("BENCH_VM", "0" if quick else "1") == "1"
-        self.rows = [r for r in plan(quick, self.vm) if not only or re.search(only, r.id)]
+        self.rows = [r for r in plan(quick, self.vm, self.vm_tools)
+                     if not only or re.search(only, r.id)]
         self.out = os.path.abspath(os.environ.get("BENCH_OUT", os.path.join(ROOT, "build", "bench")))
         self.work = os.path.join(self.out, "work")
         os.makedirs(self.work, exist_ok=True)
@@ -141,6 +147,8 @@ class Bench:
             return backends.Ferry(mtu, self.work, self.ferry)
         if tool == "pasta":
             return backends.Pasta(mtu, self.work)
+        if tool == "pasta-trixie":
+            return backends.PastaTrixie(mtu, self.work)
         if tool == "slirp4netns":
             return backends.Slirp(mtu, self.work)
         raise ValueError(tool)
@@ -276,17 +284,22 @@ class Bench:
         self.finish(time.time() - t0)
 
     def vm_stage(self, rows):
-        """ferry vm and passt, one guest boot each per backend: qemu's
-        -netdev stream, then vhost-user (guest RAM in a shared memfd);
-        see vm.py. A passt without --vhost-user gives n/a for that row."""
-        self.log("== VM mode (qemu guest): ferry vm, passt")
+        """ferry vm and passt (Debian 12's and trixie's), one guest boot
+        each per backend: qemu's -netdev stream, then vhost-user (guest
+        RAM in a shared memfd); see vm.py. A passt without --vhost-user
+        (Debian 12's) gives n/a for that row."""
+        self.log(f"== VM mode (qemu guest): {', '.join(self.vm_tools)}")
         why = os.environ.get("BENCH_VM_ERROR") or self.servers.ensure("iperf3")
-        argvs = {"ferry": [self.ferry, "vm", "-f", "-1", "-t", "none", "-u", "none"],
-                 "passt": ["passt", "-f", "-1", "--runas", "0", "-t", "none", "-u", "none"]}
+        opts = ["-f", "-1", "-t", "none", "-u", "none"]
+        passt = ["--runas", "0"] + opts
+        argvs = {"ferry": [self.ferry, "vm"] + opts, "passt": ["passt"] + passt,
+                 "passt-trixie": [os.path.join(backends.TRIXIE_BIN, "passt")] + passt}
         for vu in (False, True):
             vrows = [r for r in rows if r.args.get("vu", False) == vu]
             for tool, argv in argvs.items() if vrows else ():
-                err = why
+                if tool not in self.vm_tools:
+                    continue
+                err = why or backends.available(tool)
                 if vu and not err:
                     err = None if vm.has_vhost_user(argv[:2 if tool == "ferry" else 1]) else (
                         f"this {tool} has no --vhost-user")

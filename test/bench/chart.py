@@ -13,7 +13,8 @@ zero are measured values whenever a row has one.
 from xml.sax.saxutils import escape
 
 COLORS = {"veth": "#9e9e9e", "ferry": "#d9480f", "pasta": "#1c7ed6",
-          "slirp4netns": "#37b24d", "passt": "#7048e8"}
+          "pasta-trixie": "#15aabf", "slirp4netns": "#37b24d", "passt": "#7048e8",
+          "passt-trixie": "#ae3ec9"}
 LABEL_W, BAR_W, RIGHT_W, BAR_H, GAP, TOP = 330, 520, 90, 9, 9, 108
 LABEL_CHARS = 50	# what fits in LABEL_W at font size 11
 NEAR_ZERO = 0.05	# a bar below this share of its base reads as "missing"
@@ -50,7 +51,9 @@ def _near_zero_tools(rows, tools):
 def _rel(row, tool):
     r = row["results"].get(tool, {})
     v = r.get("median")
-    base = row["results"].get(row.get("base", "veth"), {}).get("median")
+    base = row.get("base_median")	# a VM row: the better passt
+    if base is None:	# results.json before trixie's passt came in
+        base = row["results"].get(row.get("base", "veth"), {}).get("median")
     if not base:	# e.g. passt without --vhost-user: its stream figure
         base = row.get("alt_base", {}).get("median")
     if v is None or not base:

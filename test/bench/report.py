@@ -1,8 +1,9 @@
 """report.py - the stdout table, results.json, results.md and the chart.
 
 Ratios: "f/veth" is ferry's median divided by veth's; "f/peer" divides by
-the best peer (pasta or slirp4netns: the highest, or for latency the
-lowest). For throughput and rates a ratio above 1 is better; for latency
+the best peer (either pasta or slirp4netns: the highest, or for latency
+the lowest). VM rows compare with the best passt (Debian 12's or
+trixie's). For throughput and rates a ratio above 1 is better; for latency
 (us) below 1 is better. Throughput cells show "median (min/s)", the
 lowest one-second interval over all runs; UDP cells add the loss.
 """
@@ -14,10 +15,12 @@ import re
 import shutil
 import subprocess
 
+import backends
 import chart
 import targets
 
-PEERS = ("pasta", "slirp4netns")
+PEERS = ("pasta", "pasta-trixie", "slirp4netns")
+VM_PEERS = ("passt", "passt-trixie")
 MARK_B, MARK_E = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
 README_B, README_E = "<!-- bench:readme:begin -->", "<!-- bench:readme:end -->"
 
@@ -54,17 +57,34 @@ def meta(b, elapsed):
         "runs": b.n, "seconds_per_run": b.secs, "elapsed_s": round(elapsed),
         "row_secs": getattr(b, "row_secs", {}),
         "ferry": _ver([b.ferry, "--version"]), "pasta": _pkg("passt"),
+        "pasta-trixie": backends.trixie_version() or "not unpacked",
         "slirp4netns": _pkg("slirp4netns"), "iperf3": _pkg("iperf3"),
         "sockperf": _pkg("sockperf"), "wrk": _pkg("wrk"), "nginx": _pkg("nginx-light"),
     }
 
 
+def best_of(row, per, tools):
+    """The best median among tools in per (highest, or lowest for
+    latency), or None."""
+    vals = [per[t]["median"] for t in tools if per.get(t, {}).get("median")]
+    if not vals:
+        return None
+    return max(vals) if row.better == "higher" else min(vals)
+
+
+def base_value(row, per):
+    """The median ferry is divided by in "f/veth" (veth's; in a VM row the
+    better of the two passts), or None."""
+    if row.base == "passt":
+        return best_of(row, per, VM_PEERS)
+    return per.get(row.base, {}).get("median")
+
+
 def ratios(row, per):
     """(ferry / base tool, ferry / best peer); None where not measurable."""
     f = per.get("ferry", {}).get("median")
-    v = per.get(row.base, {}).get("median")
-    peers = [per[p]["median"] for p in PEERS if per.get(p, {}).get("median")]
-    best = (max(peers) if row.better == "higher" else min(peers)) if peers else None
+    v = base_value(row, per)
+    best = best_of(row, per, PEERS)
     rv = f / v if f is not None and v else None
     rp = f / best if f is not None and best else None
     return rv, rp
@@ -137,33 +157,35 @@ def table(b, summary):
     extra.append(["peak RSS (VmHWM)", "MiB"] + [_mib(b.tool_info.get(t, {}), "peak_rss_kib")
                                               for t in b.tools] + ["", ""])
     if vm_rows:
-        extra.append(["VM mode (qemu guest, TCG)", ""] + ["ferry vm", "passt"]
-                     + [""] * (len(b.tools) - 2) + ["f/passt", "f/passt stream"])
+        vt = vm_rows[0].tools
+        pad = [""] * (len(b.tools) - len(vt))
+        extra.append(["VM mode (qemu guest, TCG)", ""]
+                     + ["ferry vm" if t == "ferry" else t for t in vt]
+                     + pad + ["f/passt", "f/passt stream"])
         for row in vm_rows:
             per = summary[row.id]
             rv, _ = ratios(row, per)
             alt = vm_alt_base(row, summary)
             f = per.get("ferry", {}).get("median")
-            extra.append(["  " + row.label, row.unit] + [cell(per[t], row.unit) for t in
-                                                         ("ferry", "passt")]
-                         + [""] * (len(b.tools) - 2)
-                         + [_ratio(rv), _ratio(f / alt if f and alt else None)
-                            if alt is not None else ""])
+            extra.append(["  " + row.label, row.unit] + [cell(per.get(t, {}), row.unit)
+                                                         for t in vt]
+                         + pad + [_ratio(rv), _ratio(f / alt if f and alt else None)
+                                  if alt is not None else ""])
         for key, what in (("vm_peak_rss_kib", ""), ("vu_peak_rss_kib", ", vhost-user")):
             extra.append([f"  peak RSS (VmHWM{what})", "MiB"] + [
-                _mib(b.tool_info.get(t, {}), key) for t in ("ferry", "passt")]
-                + [""] * (len(b.tools) - 2) + ["", ""])
+                _mib(b.tool_info.get(t, {}), key) for t in vt] + pad + ["", ""])
     return lines, extra, notes
 
 
 def vm_alt_base(row, summary):
-    """A vhost-user VM row's fallback base: passt's median over qemu's
-    stream socket in the same direction (Debian 12's passt has no
-    --vhost-user); None for other rows or when that is missing too."""
+    """A vhost-user VM row's fallback base: the best passt's median over
+    qemu's stream socket in the same direction (Debian 12's passt has no
+    --vhost-user; trixie's may be missing); None for other rows or when
+    that is missing too."""
     if not row.id.startswith("vm-vu-"):
         return None
     stream = summary.get(row.id.replace("vm-vu-", "vm-"), {})
-    return stream.get("passt", {}).get("median")
+    return best_of(row, stream, VM_PEERS)
 
 
 def _mib(info, key):
@@ -192,6 +214,7 @@ def md_section(m, main, extra, notes):
          f"Measured {m['date']} on {m['cpu']} ({m['cpus']} CPUs), kernel {m['kernel']}; "
          f"`{m['command']}`, median of {m['runs']} runs of {m['seconds_per_run']} s each; "
          f"whole run {m['elapsed_s']} s. {m['ferry']}, pasta (passt) {m['pasta']}, "
+         f"trixie's {m.get('pasta-trixie', 'not run')}, "
          f"slirp4netns {m['slirp4netns']}, iperf3 {m['iperf3']}.", "",
          render_md(main), "", render_md(extra), ""]
     if notes:
@@ -212,6 +235,7 @@ def write_all(b, summary, elapsed, m=None):
                             "tools": b.row_tools(row), "base": row.base, "kind": row.kind,
                             "better": row.better, "mtu": row.mtu, "family": row.fam,
                             "results": summary[row.id], "ferry_vs_base": rv,
+                            "base_median": base_value(row, summary[row.id]),
                             "ferry_vs_best_peer": rp})
         alt = vm_alt_base(row, summary)
         if alt:
@@ -247,7 +271,8 @@ def readme_line(m):
     """README's caption for the chart: when, where, how it was made."""
     return (f"{README_B}\nThe chart above: {m['date']}, {m['cpu']} with {m['cpus']} CPUs "
             f"(shared), kernel {m['kernel']}, `{m['command']}` (median of {m['runs']} runs "
-            f"of {m['seconds_per_run']} s; {m['ferry']}, pasta {m['pasta']}, "
+            f"of {m['seconds_per_run']} s; {m['ferry']}, pasta {m['pasta']} and "
+            f"{m.get('pasta-trixie', 'not run')}, "
             f"slirp4netns {m['slirp4netns']}).\n{README_E}")
 
 

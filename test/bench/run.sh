@@ -1,5 +1,6 @@
 #!/bin/bash
-# run.sh - `make bench`: ferry against veth, pasta and slirp4netns.
+# run.sh - `make bench`: ferry against veth, pasta (Debian 12's and
+# trixie's) and slirp4netns; passt (both) in VM mode.
 #
 # Installs the benchmark tools when missing (as root, with apt-get), then
 # runs test/bench/bench.py inside test/sandbox.sh: a private user+network
@@ -30,6 +31,13 @@ if [ -n "$missing" ]; then
 	{ echo "bench: apt-get failed, see /tmp/ferry-bench-apt.log" >&2; exit 1; }
 fi
 make -s ferry	# up to date with the sources (cheap when it is)
+# A current passt/pasta beside Debian 12's: trixie's, unpacked under
+# build/peers (test/bench/peers.sh; needs the network, so before the
+# sandbox). Without it its columns are n/a with this reason.
+if ! bash test/bench/peers.sh 2>/tmp/ferry-bench-peers.log; then
+	BENCH_TRIXIE_ERROR="trixie passt: $(tail -n 1 /tmp/ferry-bench-peers.log)"
+	export BENCH_TRIXIE_ERROR
+fi
 # VM-mode rows need the qemu guest of test/guest (built outside the
 # sandbox: a first build installs packages).
 vm_default=1; [ "${BENCH_QUICK:-}" = 1 ] && vm_default=0

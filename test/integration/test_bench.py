@@ -136,9 +136,34 @@ def test_targets_vm_rows_fall_back_to_passt_stream():
     vu = _row("vm-vu-tcp1-g2h-v4", "vm", "Gbit/s", "higher",
               {"ferry": {"median": 1.0}, "passt": {"na": "no vhost-user"}},
               tools=["ferry", "passt"], alt_base={"label": "passt stream", "median": 2.0})
-    line = _verdicts([vm, vu])["VM mode: at least level with passt"]
+    line = _verdicts([vm, vu])["VM mode: at least level with the better passt"]
     assert "vm-vu-tcp1-g2h-v4 1.00 vs passt stream 2.00 (0.50x)" in line[1]
     assert line[2] == "1 of 2 rows"
+
+
+def test_vm_rows_compare_with_the_better_passt():
+    """Debian 12's passt and trixie's in one VM row: the verdict, the
+    report's f/passt ratio and the chart's bars use the faster one; the
+    namespace rows take trixie's pasta as a peer."""
+    import report
+    import chart
+    vm = _row("vm-vu-tcp1-h2g-v4", "vm", "Gbit/s", "higher",
+              {"ferry": {"median": 2.0}, "passt": {"na": "no vhost-user"},
+               "passt-trixie": {"median": 2.5}}, tools=["ferry", "passt", "passt-trixie"])
+    line = _verdicts([vm])["VM mode: at least level with the better passt"]
+    assert line[1] == "vm-vu-tcp1-h2g-v4 2.00 vs passt-trixie 2.50 (0.80x)"
+    assert line[2] == "0 of 1 rows"
+
+    class Row:
+        base, better = "passt", "higher"
+    rv, _ = report.ratios(Row, vm["results"])
+    assert abs(rv - 0.8) < 1e-9
+    vm["base_median"] = report.base_value(Row, vm["results"])
+    assert abs(chart._rel(vm, "ferry")[0] - 0.8) < 1e-9
+    Row.base, Row.better = "veth", "lower"
+    rr = {"veth": {"median": 20.0}, "ferry": {"median": 30.0}, "pasta": {"median": 60.0},
+          "pasta-trixie": {"median": 40.0}}
+    assert report.ratios(Row, rr) == (1.5, 0.75)
 
 
 def test_targets_vm_and_namespace_rows_stay_apart():
@@ -147,7 +172,7 @@ def test_targets_vm_and_namespace_rows_stay_apart():
     vm = _row("vm-tcp1-g2h-v4", "vm", "Gbit/s", "higher",
               {"ferry": {"median": 2.0}, "passt": {"median": 1.8}}, tools=["ferry", "passt"])
     v = _verdicts([_tcp("tcp1-g2h-v4-65520", 65520, 10, 9.5, 9), vm])
-    line = v["VM mode: at least level with passt"]
+    line = v["VM mode: at least level with the better passt"]
     assert line[1] == "vm-tcp1-g2h-v4 2.00 vs passt 1.80 (1.11x)" and line[2] == "yes"
     peers = [v[k] for k in v if k.startswith("ahead of pasta")][0]
     assert peers[1] == "ahead on 1 row" and peers[2] == "yes"
