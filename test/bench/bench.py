@@ -27,6 +27,7 @@ BENCH_VM=0/1 (the VM-mode rows: ferry vm and passt with the qemu guest;
 default 1, 0 in quick mode), BENCH_VM_TOOLS (default
 ferry,passt,passt-trixie),
 BENCH_ONLY (regex on path ids), FERRY_BIN, BENCH_OUT (default build/bench),
+BENCH_FLOWS (the 10k-flow row's N, default 10000, lowered to the fd limit),
 BENCH_PUBLISH=1/0 (write doc/bench.svg, doc/bench.md's results and
 README.md's chart caption; default: only after a full run).
 `bench.py --render build/bench/results.json` re-makes the table, chart
@@ -41,6 +42,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import backends  # noqa: E402
+import flows  # noqa: E402
 import measure  # noqa: E402
 import procs  # noqa: E402
 import report  # noqa: E402
@@ -97,6 +99,9 @@ def plan(quick, vm, vm_tools=VM_TOOLS):
                          "req/s", "higher", "wrk", "4", mtu, close=True))
         rows.append(Path(f"http-keep-v4-{mtu}", "HTTP keep-alive requests/s",
                          "req/s", "higher", "wrk", "4", mtu, close=False))
+        if not quick:
+            rows.append(Path(f"flows10k-g2h-v4-{mtu}", "TCP 1 stream beside 10k idle TCP "
+                             "+ 10k UDP flows (x without)", "x", "higher", "flows", "4", mtu))
     for vu in (False, True) if vm else ():
         for rev, d in ((False, "g2h"), (True, "h2g")):
             arrow = "guest->host" if not rev else "host->guest"
@@ -128,6 +133,8 @@ class Bench:
         self.ferry = os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry"))
         self.pingpong = os.path.join(self.out, "pingpong")
         self.udpblast = os.path.join(self.out, "udpblast")
+        self.flowsbin = os.path.join(self.out, "flows")
+        self.flows_n = flows.flow_count(int(os.environ.get("BENCH_FLOWS", "10000")))
         self.results = {r.id: {t: {"runs": []} for t in self.row_tools(r)} for r in self.rows}
         self.tool_info = {t: {} for r in self.rows for t in self.row_tools(r)}
         pub = os.environ.get("BENCH_PUBLISH")
@@ -192,11 +199,16 @@ class Bench:
             return measure.pingpong(be, row.fam, self.secs, self.pingpong)
         if row.kind == "wrk":
             return measure.wrk(be, row.fam, self.secs, a["close"])
+        if row.kind == "flows":
+            return flows.measure_flows(be, row.fam, self.secs, self.flows_n, self.flowsbin,
+                                       self.work)
         raise ValueError(row.kind)
 
     def server_for(self, row):
         if row.kind == "udpblast":
             return "nginx"	# only for the check; udpblast runs per measurement
+        if row.kind == "flows":
+            return "flows"	# and iperf3 (one() starts both)
         return {"tcp": "iperf3", "udp": "iperf3", "udpmax": "iperf3", "sockperf": "sockperf",
                 "pingpong": "pingpong", "wrk": "nginx"}[row.kind]
 
@@ -212,7 +224,8 @@ class Bench:
             slot["na"] = be.na[row.fam]
             return
         srv = self.server_for(row)
-        why = self.servers.ensure(srv)
+        why = self.servers.ensure(srv) or (row.kind == "flows" and
+                                           self.servers.ensure("iperf3"))
         if why:
             slot["na"] = why
             return
@@ -260,8 +273,9 @@ class Bench:
                 be.stop()
 
     def build_tools(self):
-        """Compile the C helpers (pingpong.c, udpblast.c) into BENCH_OUT."""
-        for name in ("pingpong", "udpblast"):
+        """Compile the C helpers (pingpong.c, udpblast.c, flows.c) into
+        BENCH_OUT."""
+        for name in ("pingpong", "udpblast", "flows"):
             src = os.path.join(ROOT, "test", "bench", name + ".c")
             r = procs.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
                            os.path.join(self.out, name), src], timeout=60)
@@ -274,6 +288,8 @@ class Bench:
         t0 = time.time()
         self.build_tools()
         self.servers = measure.Servers(self.work, self.pingpong)
+        self.servers.add("flows", [self.flowsbin, "serve", str(flows.FLOWS_PORT)],
+                         flows.FLOWS_PORT)
         for mtu in (65520, 1500):
             rows = [r for r in self.rows if r.mtu == mtu and r.kind != "vm"]
             if rows:

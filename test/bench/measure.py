@@ -90,6 +90,10 @@ class Servers:
         }
         self.procs = {}
 
+    def add(self, name, argv, port):
+        """One more server: argv, listening on TCP port once up."""
+        self.spec[name] = (argv, port)
+
     def ensure(self, name):
         p = self.procs.get(name)
         if procs.alive(p):

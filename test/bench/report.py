@@ -13,6 +13,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 
 import backends
@@ -91,7 +92,7 @@ def ratios(row, per):
 
 
 def fmt_val(x, unit):
-    if unit == "Gbit/s":
+    if unit in ("Gbit/s", "x"):
         return f"{x:.2f}"
     if unit == "us":
         return f"{x:.1f}"
@@ -156,6 +157,7 @@ def table(b, summary):
             extra.append(["  " + row.label, "s/GiB"] + vals + ["", ""])
     extra.append(["peak RSS (VmHWM)", "MiB"] + [_mib(b.tool_info.get(t, {}), "peak_rss_kib")
                                               for t in b.tools] + ["", ""])
+    extra += flows_lines(b, [r for r in ns_rows if r.kind == "flows"], summary)
     if vm_rows:
         vt = vm_rows[0].tools
         pad = [""] * (len(b.tools) - len(vt))
@@ -175,6 +177,38 @@ def table(b, summary):
             extra.append([f"  peak RSS (VmHWM{what})", "MiB"] + [
                 _mib(b.tool_info.get(t, {}), key) for t in vt] + pad + ["", ""])
     return lines, extra, notes
+
+
+FLOWS_KEYS = (("flows", "flows opened (each protocol)", "", "{:.0f}"),
+              ("fds", "translator's open fds with them", "", "{:.0f}"),
+              ("rss_bytes_per_flow", "RSS per flow", "bytes", "{:.0f}"),
+              ("idle_cpu_pct", "CPU while they idle", "%", "{:.2f}"),
+              ("idle_wakeups_per_s", "wake-ups while they idle", "1/s", "{:.1f}"),
+              ("tcp_ms_per_1000", "TCP set-up (wall clock)", "ms/1000", "{:.0f}"),
+              ("udp_ms_per_1000", "UDP set-up and answers (wall clock)", "ms/1000", "{:.0f}"),
+              ("udp_answered", "UDP flows answered", "", "{:.0f}"),
+              ("bulk_without", "bulk without them", "Gbit/s", "{:.2f}"),
+              ("bulk_with", "bulk beside them", "Gbit/s", "{:.2f}"),
+              ("cpu_s_per_gib_without", "CPU per GiB without them", "s/GiB", "{:.3f}"),
+              ("cpu_s_per_gib_with", "CPU per GiB beside them", "s/GiB", "{:.3f}"))
+
+
+def flows_lines(b, rows, summary):
+    """The 10k-flow row's details (flows.py), one line per figure: the
+    median over the runs for each tool, "-" where it has none."""
+    out = []
+    for row in rows:
+        per = summary[row.id]
+        out.append([row.label, ""] + [""] * len(b.tools) + ["", ""])
+        for key, what, unit, fmt in FLOWS_KEYS:
+            vals = []
+            for t in b.tools:
+                got = [r[key] for r in per.get(t, {}).get("runs", [])
+                       if r.get(key) is not None]
+                vals.append(fmt.format(statistics.median(got)) if got else "-")
+            if any(v != "-" for v in vals):
+                out.append(["  " + what, unit] + vals + ["", ""])
+    return out
 
 
 def vm_alt_base(row, summary):

@@ -22,6 +22,7 @@ ZERO_GBIT = 0.1		# a "second at zero": the lowest 1-s interval below this
 
 TCP_FLOOR = {65520: 0.9, 1500: 0.6}
 NS_PEERS = ("pasta", "pasta-trixie", "slirp4netns")
+FLOWS_FLOOR = 0.95
 VM_PEERS = ("passt", "passt-trixie")
 
 
@@ -129,7 +130,7 @@ def _peer_line(rows):
     """Ahead of the peers on every row they were measured on."""
     behind, level, ahead = [], [], 0
     for r in rows:
-        if _is_vm(r):
+        if _is_vm(r) or r["kind"] == "flows":	# flows: a ratio to itself
             continue
         q = _peer_ratio(r)
         if q is None:
@@ -149,6 +150,24 @@ def _peer_line(rows):
     parts.append(f"ahead on {ahead} row{'s' if ahead != 1 else ''}")
     return ["ahead of pasta (both) and slirp4netns on every row (ratio to the best peer, "
             "> 1 is ferry better)", "; ".join(parts), "no" if behind or level else "yes"]
+
+
+def _flows_line(rows):
+    """Issue 23's 10k flows: the bulk stream beside them >= FLOWS_FLOOR
+    of its rate without; None when the row was not run."""
+    sel = [r for r in rows if r["kind"] == "flows"]
+    if not sel:
+        return None
+    cells, met = [], 0
+    for r in sel:
+        d = r["results"].get("ferry", {})
+        q = d.get("median")
+        runs = d.get("runs", [])
+        n = runs[0].get("flows") if runs else None
+        cells.append(f"{q:.2f}x with {n} TCP + {n} UDP" if q is not None else "n/a")
+        met += bool(q is not None and q >= FLOWS_FLOOR)
+    return [f"bulk beside 10k idle flows >= {FLOWS_FLOOR}x without (issue 23)",
+            "; ".join(cells), "yes" if met == len(sel) else "no"]
 
 
 def _vm_line(rows):
@@ -182,6 +201,9 @@ def lines(doc):
     out.append(_one(rows, "http-close-", "connection rate >= 0.8x veth", 0.8, _vs_veth))
     out.append(_one(rows, "http-keep-", "keep-alive request rate >= 0.7x veth", 0.7,
                     _vs_veth))
+    fl = _flows_line(rows)
+    if fl:
+        out.append(fl)
     out.append(_peer_line(rows))
     vm = _vm_line(rows)
     if vm:

@@ -191,3 +191,16 @@ def test_render_text_takes_ragged_and_empty_tables():
     assert report.render_text([]) == ""
     t = report.render_text([["path", "unit", "veth"], ["VM", "x"], ["a", "b", "10", "2"]])
     assert t.splitlines()[2].endswith("10  2")
+
+
+def test_flows_row_has_its_own_target_and_no_peer_verdict():
+    """The 10k-flow row's figure is a ratio to the same tool without the
+    flows: judged against 0.95, never against the peers."""
+    fl = _row("flows10k-g2h-v4-65520", "flows", "x", "higher",
+              {"veth": {"median": 1.0}, "ferry": {"median": 0.9, "runs": [{"flows": 9836}]},
+               "pasta": {"median": 2.0}})
+    v = _verdicts([fl, _tcp("tcp1-g2h-v4-65520", 65520, 10, 9.5, 9)])
+    line = v["bulk beside 10k idle flows >= 0.95x without (issue 23)"]
+    assert line[1] == "0.90x with 9836 TCP + 9836 UDP" and line[2] == "no"
+    peers = [v[k] for k in v if k.startswith("ahead of pasta")][0]
+    assert peers[1] == "ahead on 1 row"
