@@ -118,6 +118,8 @@ struct conf {
 
 	/* Services */
 	bool no_dhcp, no_dhcpv6, no_ndp, no_ra, no_icmp, no_tcp, no_udp;
+	bool no_multicast;		/* --no-multicast: ferry's own */
+	bool mcast_loop;		/* --mcast-loop: the host hears the guest */
 	bool no_dhcp_dns, no_dhcp_search;
 	bool no_map_gw;
 

@@ -82,6 +82,16 @@ static enum drop_reason dispatch_l4(struct ctx *c, const struct pkt *p)
 	}
 }
 
+/* dispatch_mcast() - a packet to a multicast or broadcast address:
+ * UDP goes to udp.c, which forwards it (mcast.c) unless --no-multicast;
+ * any other protocol is refused. */
+static enum drop_reason dispatch_mcast(struct ctx *c, const struct pkt *p)
+{
+	if (p->l4proto != IPPROTO_UDP || c->conf.no_multicast)
+		return DROP_MCAST_BCAST;
+	return c->conf.no_udp ? DROP_SERVICE_DISABLED : udp_input(c, p);
+}
+
 /* dispatch_ip4() - choose the handler for a validated IPv4 packet. */
 static enum drop_reason dispatch_ip4(struct ctx *c, const struct pkt *p)
 {
@@ -97,7 +107,7 @@ static enum drop_reason dispatch_ip4(struct ctx *c, const struct pkt *p)
 	if (!src4_ok(s))
 		return DROP_IP4_SRC;
 	if (in4_is_mcast_or_bcast(p->dst4))
-		return DROP_MCAST_BCAST;
+		return dispatch_mcast(c, p);
 	return dispatch_l4(c, p);
 }
 
@@ -122,10 +132,10 @@ static enum drop_reason dispatch_ip6(struct ctx *c, const struct pkt *p)
 					 : dhcpv6_input(c, p);
 	if (in6_is_mcast(&p->src6) || IN6_IS_ADDR_LOOPBACK(&p->src6))
 		return DROP_IP6_SRC;
-	if (in6_is_mcast(&p->dst6))
-		return DROP_MCAST_BCAST;
 	if (in6_is_unspec(&p->src6))
 		return DROP_IP6_SRC;
+	if (in6_is_mcast(&p->dst6))
+		return dispatch_mcast(c, p);
 	return dispatch_l4(c, p);
 }
 

@@ -68,12 +68,16 @@
  * client, whose flow tells which of the guest's replies it was about
  * (udp_fwd.c).
  *
- * Multicast and broadcast policy: datagrams from the guest to broadcast
- * or multicast destinations never reach this file: the dispatcher (tap.c)
- * drops them with DROP_MCAST_BCAST (a counter, no flow, no socket), as it
- * does for DHCP's own broadcast, which the DHCP server handles first.
- * ferry does not join groups on the host (no IGMP/MLD proxying yet), so
- * nothing multicast comes back either.
+ * Multicast and broadcast: a guest datagram to a group or a broadcast
+ * address (DHCP's own broadcast is the DHCP server's, handled first)
+ * makes a flow like any other, keyed on the group as the guest sent it,
+ * whose socket mcast.c prepares (interface, TTL, loop, SO_BROADCAST) and
+ * which stays unconnected: datagrams go with sendmmsg() to the group,
+ * and answers come from any sender of the network to the guest's port,
+ * each one to the guest from its own sender (udp_flow_recv()). The
+ * guest's TTL is set on the socket when it changes (the last datagram's
+ * of a batch applies to the batch). With --no-multicast, and for what
+ * mcast_out_dst() refuses, they are dropped as DROP_MCAST_BCAST.
  *
  * Bad input: zero ports, sources the guest does not own, inconsistent
  * lengths and wrong checksums (the last two refused by pkt_parse()) are
@@ -91,6 +95,7 @@
 #include "ferry.h"
 #include "icmp_err.h"
 #include "log.h"
+#include "mcast.h"
 #include "nat.h"
 #include "pkt.h"
 #include "udp_int.h"
@@ -338,13 +343,17 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 {
 	union eref ref = { .type = EREF_UDP };
 	union inany dst = k->b, local;
+	enum mcast_kind mk;
 	sockaddr_inany sa;
 	struct udp_flow *u;
 	struct flow *fl;
 	socklen_t sl;
 	int fd;
 
-	if (!nat_outbound_l4(c, &dst, k->pb))
+	mk = mcast_out_dst(c, &dst);
+	if (mk == MCAST_REFUSED)
+		return DROP_MCAST_BCAST;
+	if (mk == MCAST_NONE && !nat_outbound_l4(c, &dst, k->pb))
 		return p->is_v6 ? DROP_IP6_DST : DROP_IP4_DST;
 	out_bind_addr(c, p->is_v6, &local);
 	fl = udp_flow_alloc(c, false);
@@ -358,8 +367,14 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 	u->sock = fd;
 	u->peer = dst;
 	u->peer_port = k->pb;
+	u->mkind = (uint8_t)mk;
+	u->ttl = p->ttl;
 	sl = inany_to_sa(&sa, &dst, k->pb);
-	if (connect(fd, (struct sockaddr *)&sa, sl) && errno != EINPROGRESS) {
+	if (mk != MCAST_NONE) {		/* unconnected: answers from anyone */
+		if (mcast_out_sock(c, fd, p->is_v6, mk, p->ttl))
+			goto fail;
+	} else if (connect(fd, (struct sockaddr *)&sa, sl) &&
+		   errno != EINPROGRESS) {
 		debug("udp: connect: %s", strerror(errno));
 		goto fail;
 	}
@@ -455,6 +470,10 @@ enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 			return r;
 	}
 	udp_flow_touch(c, fl);
+	if (UDP_FLOW(fl)->mkind && UDP_FLOW(fl)->ttl != p->ttl &&
+	    !mcast_out_ttl(UDP_FLOW(fl)->sock, p->is_v6, UDP_FLOW(fl)->mkind,
+			   p->ttl))
+		UDP_FLOW(fl)->ttl = p->ttl;
 	if (p->gso == PKT_GSO_UDP && p->gso_size) {
 		size_t off = 0, n;
 
@@ -660,17 +679,17 @@ static void udp_flow_send(struct ctx *c, struct flow *fl)
 	socklen_t sl = 0;
 	uint32_t e = u->pend_head;
 
-	if (u->shared) {
+	if (u->shared || u->mkind)	/* unconnected: each one addressed */
 		sl = inany_to_sa(&sa, &u->peer, u->peer_port);
+	if (u->shared)
 		plen = udp_pktinfo_set(pi.b, sizeof(pi.b), &u->local);
-	}
 	while (e != FLOW_NONE) {
 		unsigned int m = 0, ni = 0;
 
 		for (; e != FLOW_NONE && m < UDP_BATCH && ni < RX_FRAMES_MAX;
 		     m++) {
 			mm[m].msg_hdr = (struct msghdr){
-				.msg_name = u->shared ? &sa : NULL,
+				.msg_name = sl ? &sa : NULL,
 				.msg_namelen = sl };
 			ni += udp_gso_msg(c, &e, !u->no_gso, v6, iov + ni,
 					  RX_FRAMES_MAX - ni, &cb[m], pi.b,
@@ -874,6 +893,16 @@ unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 	return (unsigned int)r;
 }
 
+/* udp_sender_key() - the guest-side key k of a datagram an unconnected
+ * flow socket received from sa: from its sender, as the guest sees it
+ * (nat_inbound_l4()), to the guest's address and port. */
+static void udp_sender_key(const struct ctx *c, struct flow_key *k,
+			   const sockaddr_inany *sa)
+{
+	inany_from_sa(sa, &k->b, &k->pb);
+	nat_inbound_l4(c, &k->b, k->pb);
+}
+
 /* udp_flow_recv() - datagrams on an outbound flow's socket to the guest.
  * Returns false when the socket is drained. */
 static bool udp_flow_recv(struct ctx *c, struct flow *fl, struct udp_rxb *b)
@@ -882,12 +911,17 @@ static bool udp_flow_recv(struct ctx *c, struct flow *fl, struct udp_rxb *b)
 	unsigned int n, i;
 	bool full;
 
-	n = udp_rxb_recv(c, UDP_FLOW(fl)->sock, !inany_is4(&k->a), false, b,
+	bool any = UDP_FLOW(fl)->mkind;	/* unconnected: any sender */
+
+	n = udp_rxb_recv(c, UDP_FLOW(fl)->sock, !inany_is4(&k->a), any, b,
 			 &full);
 	if (!n)
 		return false;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		b->keys[i] = *k;
+		if (any)
+			udp_sender_key(c, &b->keys[i], &b->names[i]);
+	}
 	udp_frames_commit(c, b, n, !inany_is4(&k->a));
 	UDP_FLOW(fl)->replied = true;
 	udp_flow_touch(c, fl);

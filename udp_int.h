@@ -24,6 +24,9 @@ struct udp_flow {
 	bool no_gso;			/* a UDP_SEGMENT send failed: one
 					 * datagram per message from now on */
 	bool inbound;			/* a -u client's: on lru_head[1] */
+	uint8_t mkind;			/* enum mcast_kind: to a group or a
+					 * broadcast, sock unconnected */
+	uint8_t ttl;			/* mkind: TTL / hop limit set on sock */
 	uint16_t peer_port;
 	union inany peer;		/* host side: destination / client */
 	union inany local;		/* shared: address the client used */
