@@ -186,11 +186,18 @@ FLOWS_KEYS = (("flows", "flows opened (each protocol)", "", "{:.0f}"),
               ("idle_wakeups_per_s", "wake-ups while they idle", "1/s", "{:.1f}"),
               ("tcp_ms_per_1000", "TCP set-up (wall clock)", "ms/1000", "{:.0f}"),
               ("udp_ms_per_1000", "UDP set-up and answers (wall clock)", "ms/1000", "{:.0f}"),
-              ("udp_answered", "UDP flows answered", "", "{:.0f}"),
-              ("bulk_without", "bulk without them", "Gbit/s", "{:.2f}"),
-              ("bulk_with", "bulk beside them", "Gbit/s", "{:.2f}"),
-              ("cpu_s_per_gib_without", "CPU per GiB without them", "s/GiB", "{:.3f}"),
-              ("cpu_s_per_gib_with", "CPU per GiB beside them", "s/GiB", "{:.3f}"))
+              ("udp_answered", "UDP flows answered", "", "{:.0f}"))
+for _d, _what in (("g2h", "guest->host"), ("h2g", "host->guest")):
+    FLOWS_KEYS += (
+        (f"ratio_{_d}", f"{_what}: beside them / without", "x", "{:.2f}"),
+        (f"bulk_without_{_d}", f"{_what}: bulk without them", "Gbit/s", "{:.2f}"),
+        (f"bulk_with_{_d}", f"{_what}: bulk beside them", "Gbit/s", "{:.2f}"),
+        (f"cpu_s_per_gib_without_{_d}", f"{_what}: CPU per GiB without", "s/GiB", "{:.3f}"),
+        (f"cpu_s_per_gib_with_{_d}", f"{_what}: CPU per GiB beside", "s/GiB", "{:.3f}"),
+        (f"user_ms_per_gib_without_{_d}", f"{_what}: user CPU per GiB without", "ms/GiB",
+         "{:.1f}"),
+        (f"user_ms_per_gib_with_{_d}", f"{_what}: user CPU per GiB beside", "ms/GiB",
+         "{:.1f}"))
 
 
 def flows_lines(b, rows, summary):
