@@ -27,6 +27,9 @@
  * (a frame without room is dropped), so the guest is asked never to kick
  * the receive queue: each kick costs it an exit to qemu for nothing.
  *
+ * While the guest migrates, the pages each frame is written into are
+ * marked in the dirty log (vu_log.c), as virtq.c marks the used rings.
+ *
  * Guest memory is shared with a guest that may rewrite it at any time:
  * virtq.c checks every index and address; here lengths come from our own
  * copies only.
@@ -206,6 +209,8 @@ static enum drop_reason put_frame(struct ctx *c, struct virtq *q,
 		if (r <= 0)
 			goto undo;
 		n = iov_copy_in(cur->iov, cur->niov, p + done, len - done);
+		/* num_buffers, written below, is in the first chain's n */
+		vu_log_iov(d->data_log, &d->mem, cur->iov, cur->niov, n);
 		virtq_push(q, cur->head, (uint32_t)n);
 		heads[k++] = cur->head;
 		done += n;

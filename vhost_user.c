@@ -26,9 +26,12 @@
  *
  * Offered: VERSION_1, MRG_RXBUF, checksum and TSO offloads both ways,
  * PROTOCOL_FEATURES with MQ (GET_QUEUE_NUM answers 1: qemu refuses to
- * start more queue pairs) and REPLY_ACK. Not offered: indirect
- * descriptors, EVENT_IDX, dirty logging (live migration), the config
- * space, inflight tracking.
+ * start more queue pairs) and REPLY_ACK, and for live migration LOG_ALL
+ * with LOG_SHMFD: the dirty log of vu_log.c, mapped on SET_LOG_BASE and
+ * written while SET_FEATURES has LOG_ALL on (log_update() hands it to
+ * the rings that asked for used-ring logging in SET_VRING_ADDR). Not
+ * offered: indirect descriptors, EVENT_IDX, the config space, inflight
+ * tracking.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,7 +48,8 @@
 #include "vhost_user.h"
 
 /* seccomp(vu): close mmap munmap newfstatat readlink recvmsg sendmsg write
- *   (the control socket, guest memory, the ring fds checked) */
+ *   (the control socket, guest memory and the dirty log, the ring fds
+ *   checked) */
 /* seccomp(setup): readlinkat */
 
 #define VU_MSGS_PER_EVENT	64	/* then back to the loop */
@@ -141,6 +145,19 @@ static void link_offloads(struct ctx *c, uint64_t f)
 			 (f & VU_F_GUEST_TSO6);
 }
 
+/* log_update() - hand the dirty log to whoever writes guest memory:
+ * frame data (d->data_log) while LOG_ALL is on and a log is mapped, each
+ * used ring (q->log) when it asked for logging too. */
+static void log_update(struct vu_dev *d)
+{
+	bool on = (d->features & VU_F_LOG_ALL) && d->log.bits;
+	unsigned int i;
+
+	d->data_log = on ? &d->log : NULL;
+	for (i = 0; i < VU_QUEUES; i++)
+		d->vq[i].log = on && d->vq[i].log_used ? &d->log : NULL;
+}
+
 void vu_detach(struct ctx *c)
 {
 	struct vu_dev *d = c->link.vu;
@@ -153,7 +170,9 @@ void vu_detach(struct ctx *c)
 	d->in.nfds = 0;
 	d->in_fill = 0;
 	mem_unmap(&d->mem);
+	vu_log_unmap(&d->log);
 	d->features = d->protocol_features = 0;
+	log_update(d);
 	d->fd = -1;
 	info("vhost-user: %llu messages, %llu guest notifications, "
 	     "%llu transmit kicks", (unsigned long long)d->msgs,
@@ -223,6 +242,7 @@ static int vu_set_features(struct ctx *c, struct vu_msg *m)
 		if (!(d->features & VU_F_PROTOCOL_FEATURES))
 			d->vq[i].enabled = true;
 	link_offloads(c, d->features);
+	log_update(d);
 	debug("vhost-user: features %#llx", (unsigned long long)d->features);
 	return 0;
 }
@@ -270,6 +290,7 @@ static int vu_reset_owner(struct ctx *c, struct vu_msg *m)
 		vq_close(c, &d->vq[i]);
 	d->features = 0;
 	link_offloads(c, 0);
+	log_update(d);
 	return 0;
 }
 
@@ -342,6 +363,35 @@ static int vu_set_mem_table(struct ctx *c, struct vu_msg *m)
 	return 0;
 }
 
+/* vu_set_log_base() - the dirty log: with LOG_SHMFD, one shared memory
+ * fd, its size and offset; mapped (the previous one dropped) and
+ * answered with a status, which the front-end always waits for. Without
+ * LOG_SHMFD the log would be an address in qemu's own memory: refused. */
+static int vu_set_log_base(struct ctx *c, struct vu_msg *m)
+{
+	struct vu_dev *d = c->link.vu;
+	int rc;
+
+	if (!(d->protocol_features & VU_PF_LOG_SHMFD) || m->nfds != 1 ||
+	    m->size != sizeof(m->p.log))
+		return VU_R_PROTO;
+	rc = vu_log_map(&d->log, m->fds[0], m->p.log.size, m->p.log.offset);
+	log_update(d);
+	if (!rc)
+		debug("vhost-user: dirty log of %llu bytes",
+		      (unsigned long long)d->log.size);
+	return reply_u64(m, rc ? 1 : 0);
+}
+
+/* vu_set_log_fd() - an eventfd to tell the front-end the log changed:
+ * optional, never signalled (the front-end reads the log when it syncs):
+ * the fd is closed with the message. */
+static int vu_set_log_fd(struct ctx *c, struct vu_msg *m)
+{
+	(void)c;
+	return m->nfds == 1 ? 0 : VU_R_PROTO;
+}
+
 /* vq_of() - the ring a state/addr/fd message names, or NULL. */
 static struct virtq *vq_of(struct ctx *c, uint64_t index)
 {
@@ -377,6 +427,9 @@ static int vu_set_vring_addr(struct ctx *c, struct vu_msg *m)
 	q->avail_uva = m->p.addr.avail;
 	q->used_uva = m->p.addr.used;
 	q->addr_set = true;
+	q->log_used = m->p.addr.flags & VU_VRING_F_LOG;
+	q->log_gpa = m->p.addr.log;
+	log_update(c->link.vu);
 	if (!virtq_map(q, &c->link.vu->mem)) {
 		warn("vhost-user: ring %u addresses invalid", m->p.addr.index);
 		return VU_R_FAIL;
@@ -538,6 +591,8 @@ static const struct {
 	[VU_SET_OWNER] = { vu_set_owner, -1 },
 	[VU_RESET_OWNER] = { vu_reset_owner, -1 },
 	[VU_SET_MEM_TABLE] = { vu_set_mem_table, -1 },	/* checked there */
+	[VU_SET_LOG_BASE] = { vu_set_log_base, -1 },	/* checked there */
+	[VU_SET_LOG_FD] = { vu_set_log_fd, 0 },
 	[VU_SET_VRING_NUM] = { vu_set_vring_num, 8 },
 	[VU_SET_VRING_ADDR] = { vu_set_vring_addr, 40 },
 	[VU_SET_VRING_BASE] = { vu_set_vring_base, 8 },
@@ -550,6 +605,22 @@ static const struct {
 	[VU_GET_QUEUE_NUM] = { vu_get_queue_num, -1 },
 	[VU_SET_VRING_ENABLE] = { vu_set_vring_enable, 8 },
 };
+
+/* takes_fds() - may a request of this kind come with fds? */
+static bool takes_fds(uint32_t request)
+{
+	switch (request) {
+	case VU_SET_MEM_TABLE:
+	case VU_SET_LOG_BASE:
+	case VU_SET_LOG_FD:
+	case VU_SET_VRING_KICK:
+	case VU_SET_VRING_CALL:
+	case VU_SET_VRING_ERR:
+		return true;
+	default:
+		return false;
+	}
+}
 
 /* msg_dispatch() - run the handler of a well-formed message; unknown
  * requests fail (VU_R_FAIL if a status was asked for, else VU_R_PROTO). */
@@ -565,9 +636,7 @@ static int msg_dispatch(struct ctx *c, struct vu_msg *m)
 	if (vu_reqs[m->request].size >= 0 &&
 	    m->size != (uint32_t)vu_reqs[m->request].size)
 		return VU_R_PROTO;
-	if (m->request != VU_SET_MEM_TABLE && m->request != VU_SET_VRING_KICK &&
-	    m->request != VU_SET_VRING_CALL && m->request != VU_SET_VRING_ERR &&
-	    m->nfds)
+	if (m->nfds && !takes_fds(m->request))
 		return VU_R_PROTO;		/* fds where none belong */
 	return vu_reqs[m->request].fn(c, m);
 }

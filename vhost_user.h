@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "virtq.h"
+#include "vu_log.h"
 
 struct ctx;
 
@@ -59,18 +60,22 @@ enum vu_request {
 #define VU_F_HOST_TSO4		(1ULL << 11)	/* guest may send TSO */
 #define VU_F_HOST_TSO6		(1ULL << 12)
 #define VU_F_MRG_RXBUF		(1ULL << 15)
+#define VU_F_LOG_ALL		(1ULL << 26)	/* dirty logging on */
 #define VU_F_PROTOCOL_FEATURES	(1ULL << 30)
 #define VU_F_VERSION_1		(1ULL << 32)
 
 /* Protocol features */
 #define VU_PF_MQ		(1ULL << 0)
+#define VU_PF_LOG_SHMFD		(1ULL << 1)	/* SET_LOG_BASE with an fd */
 #define VU_PF_REPLY_ACK		(1ULL << 3)
 
 #define VU_FEATURES	(VU_F_CSUM | VU_F_GUEST_CSUM | VU_F_GUEST_TSO4 | \
 			 VU_F_GUEST_TSO6 | VU_F_HOST_TSO4 | VU_F_HOST_TSO6 | \
 			 VU_F_MRG_RXBUF | VU_F_PROTOCOL_FEATURES |	   \
-			 VU_F_VERSION_1)
-#define VU_PROTOCOL_FEATURES	(VU_PF_MQ | VU_PF_REPLY_ACK)
+			 VU_F_VERSION_1 | VU_F_LOG_ALL)
+#define VU_PROTOCOL_FEATURES	(VU_PF_MQ | VU_PF_LOG_SHMFD | VU_PF_REPLY_ACK)
+
+#define VU_VRING_F_LOG		1u	/* SET_VRING_ADDR: log the used ring */
 
 /* One message: header fields, payload, the fds that came with it. */
 struct vu_msg {
@@ -82,6 +87,9 @@ struct vu_msg {
 			uint32_t index, flags;
 			uint64_t desc, used, avail, log;
 		} addr;
+		struct {
+			uint64_t size, offset;
+		} log;
 		struct {
 			uint32_t nregions, padding;
 			struct {
@@ -100,6 +108,9 @@ struct vu_dev {
 	uint64_t protocol_features;
 	struct vu_mem mem;
 	struct virtq vq[VU_QUEUES];
+	struct vu_log log;		/* dirty log (SET_LOG_BASE) */
+	struct vu_log *data_log;	/* &log while logging (LOG_ALL), or
+					 * NULL: where frame data is marked */
 	/* message being received */
 	struct vu_msg in;
 	uint8_t in_hdr[VU_HDR_SIZE];	/* its header as read */

@@ -28,6 +28,10 @@
  * both ways: we read avail->flags before notifying, and set
  * VQ_USED_F_NO_NOTIFY in used->flags while kicks would only wake us for
  * work we are already doing (tap_vu.c).
+ *
+ * While the front-end migrates the guest, every write to a used ring
+ * (entries, index, flags) is marked in the dirty log at the ring's log
+ * address (vq_log_used(); vu_log.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -35,6 +39,7 @@
 #include <endian.h>
 
 #include "virtq.h"
+#include "vu_log.h"
 
 /* seccomp(vu): write
  *   (the call eventfd) */
@@ -90,6 +95,14 @@ void *vu_mem_uva(const struct vu_mem *m, uint64_t uva, uint64_t len)
 	return NULL;
 }
 
+/* vq_log_used() - mark len bytes at offset off of q's used ring dirty,
+ * when the ring is logged. */
+static void vq_log_used(struct virtq *q, uint64_t off, uint64_t len)
+{
+	if (q->log)
+		vu_log_gpa(q->log, q->log_gpa + off, len);
+}
+
 void virtq_reset(struct virtq *q)
 {
 	memset(q, 0, sizeof(*q));
@@ -142,8 +155,10 @@ void virtq_set_no_notify(struct virtq *q, bool on)
 
 	if (!virtq_ready(q))
 		return;
-	if (__atomic_load_n(&q->used->flags, __ATOMIC_RELAXED) != v)
+	if (__atomic_load_n(&q->used->flags, __ATOMIC_RELAXED) != v) {
 		__atomic_store_n(&q->used->flags, v, __ATOMIC_RELAXED);
+		vq_log_used(q, offsetof(struct vq_used, flags), 2);
+	}
 	if (!on)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
@@ -223,10 +238,13 @@ void virtq_unpop(struct virtq *q, unsigned int n)
 
 void virtq_push(struct virtq *q, uint16_t head, uint32_t len)
 {
-	struct vq_used_elem *u = &q->used->ring[q->used_idx & (q->num - 1)];
+	unsigned int slot = q->used_idx & (q->num - 1);
+	struct vq_used_elem *u = &q->used->ring[slot];
 
 	__atomic_store_n(&u->id, htole32(head), __ATOMIC_RELAXED);
 	__atomic_store_n(&u->len, htole32(len), __ATOMIC_RELAXED);
+	vq_log_used(q, offsetof(struct vq_used, ring) + slot * sizeof(*u),
+		    sizeof(*u));
 	q->used_idx++;
 }
 
@@ -238,6 +256,7 @@ bool virtq_publish(struct virtq *q)
 		return false;
 	__atomic_store_n(&q->used->idx, htole16(q->used_idx),
 			 __ATOMIC_RELEASE);
+	vq_log_used(q, offsetof(struct vq_used, idx), 2);
 	q->used_pub = q->used_idx;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (rd_le16(&q->avail->flags) & VQ_AVAIL_F_NO_INTERRUPT)

@@ -17,6 +17,8 @@
 #define VQ_NUM_MAX	32768	/* largest split ring (virtio 1.x) */
 #define VQ_IOV_MAX	64	/* pieces of one descriptor chain */
 
+struct vu_log;
+
 /* Descriptor flags (virtio 1.x 2.7.5) */
 #define VQ_DESC_F_NEXT		1
 #define VQ_DESC_F_WRITE		2
@@ -80,6 +82,11 @@ struct virtq {
 					 * features: enabled at start) */
 	bool broken;			/* index or ring error: stopped */
 	int kick_fd, call_fd, err_fd;	/* -1: none */
+	/* Dirty logging (live migration, vu_log.c) */
+	bool log_used;			/* VHOST_VRING_F_LOG in SET_VRING_ADDR */
+	uint64_t log_gpa;		/* where the used ring is logged */
+	struct vu_log *log;		/* its log while logging is on, or NULL
+					 * (set by vhost_user.c) */
 };
 
 /* One popped descriptor chain, translated to our addresses. */
@@ -127,7 +134,8 @@ int virtq_pop(struct virtq *q, const struct vu_mem *m, bool writable,
 void virtq_unpop(struct virtq *q, unsigned int n);
 
 /* virtq_push() - fill the next used entry (chain head, bytes written);
- * not visible to the guest until virtq_publish(). */
+ * not visible to the guest until virtq_publish(). Like every write to
+ * the used ring (its index, its flags), marked in q->log if set. */
 void virtq_push(struct virtq *q, uint16_t head, uint32_t len);
 
 /* virtq_publish() - make pushed entries visible (used->idx, with the

@@ -51,7 +51,7 @@ FLOORS = {
     "tcp_sack": 0, "tcp_ooo": 0, "ip": 0, "dns": 0, "wire": 0,
     # 1: the guest link: the transmit batch and the backends
     "tap_tx": 1, "tap_dev": 1, "tap_stream": 1, "tap_vu": 1,
-    "vhost_user": 1, "virtq": 1, "tap.h": 1,
+    "vhost_user": 1, "virtq": 1, "vu_log": 1, "tap.h": 1,
     # 2: protocols
     "arp": 2, "ndp": 2, "dhcp": 2, "dhcpv6": 2, "icmp": 2, "icmp_err": 2,
     "udp": 2, "udp_int": 2, "udp_fwd": 2, "tcp": 2, "tcp_tx": 2,

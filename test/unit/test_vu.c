@@ -747,3 +747,207 @@ TEST(vu_frames_both_ways)
 	CHECK_EQ(f.c->link.ops->rx(f.c), 0);
 	fe_end(&f);
 }
+
+/* --- dirty logging (live migration) ------------------------------------ */
+
+#define LOG_OFF		4096u		/* the bitmap's offset in its fd */
+#define LOG_BYTES	((G_GPA + G_SIZE) / 4096 / 8)	/* all of memory */
+#define LOG_USED(q)	(G_GPA + 0xc0000 + (q) * 0x1000) /* log addresses */
+
+/* log_bit() - is the page of guest address gpa marked in the bitmap? */
+static bool log_bit(const uint8_t *bits, uint64_t gpa)
+{
+	uint64_t p = gpa / 4096;
+
+	return bits[p / 8] & (1u << (p % 8));
+}
+
+/* log_count() - pages marked in the bitmap. */
+static unsigned int log_count(const uint8_t *bits)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < LOG_BYTES; i++)
+		n += (unsigned int)__builtin_popcount(bits[i]);
+	return n;
+}
+
+/* fe_log_start() - negotiate LOG_SHMFD, hand ferry a bitmap in a memfd
+ * (*fd, mapped at *bits) and turn logging on for data and both used
+ * rings (logged at LOG_USED(q), away from where the rings are, so a mark
+ * there shows which address was used). */
+static int fe_log_start(struct fe *f, int *fd, uint8_t **bits)
+{
+	uint64_t pf = VU_PF_REPLY_ACK | VU_PF_LOG_SHMFD, v = 1;
+	uint64_t feat = VU_FEATURES, lb[2] = { LOG_BYTES, LOG_OFF };
+	void *p;
+	unsigned int q;
+
+	*fd = memfd_create("log", MFD_CLOEXEC);
+	if (ftruncate(*fd, LOG_OFF + LOG_BYTES))
+		return 1;
+	p = mmap(NULL, LOG_OFF + LOG_BYTES, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, *fd, 0);
+	*bits = (uint8_t *)p + LOG_OFF;
+	if (fe_req(f, VU_SET_PROTOCOL_FEATURES, V, &pf, 8, NULL, 0, NULL) != -1)
+		return 2;
+	/* the reply comes unasked, with a status */
+	if (fe_req(f, VU_SET_LOG_BASE, V, lb, 16, fd, 1, &v) != 8 || v)
+		return 3;
+	if (fe_req(f, VU_SET_FEATURES, V, &feat, 8, NULL, 0, NULL) != -1)
+		return 4;
+	for (q = 0; q < VU_QUEUES; q++) {
+		struct { uint32_t i, fl; uint64_t d, u, a, l; } ad = {
+			q, VU_VRING_F_LOG, G_UVA + Q_OFF(q),
+			G_UVA + Q_OFF(q) + 0x2000, G_UVA + Q_OFF(q) + 0x1000,
+			LOG_USED(q) };
+
+		if (fe_req(f, VU_SET_VRING_ADDR, ACK, &ad, 40, NULL, 0, &v) != 8 ||
+		    v)
+			return 5;
+	}
+	return 0;
+}
+
+/* Every page ferry writes while logging is on is marked: the receive
+ * buffers a frame lands in (one chain, a chain of two descriptors on two
+ * pages, a frame merged over three chains), the used ring of both queues
+ * at their log addresses; pages only read (transmit buffers, descriptor
+ * tables, available rings) are not. Logging off: nothing marked. */
+TEST(vu_dirty_log_marks_every_write)
+{
+	struct vq_desc *rxd;
+	struct vq_avail *rxa;
+	uint8_t *bits;
+	struct fe f;
+	int logfd;
+
+	fe_start(&f);
+	CHECK_EQ(fe_setup(&f, VU_FEATURES & ~VU_F_LOG_ALL), 0);
+	CHECK_EQ(fe_log_start(&f, &logfd, &bits), 0);
+	CHECK(f.c->link.vu->data_log && f.c->link.vu->vq[0].log &&
+	      f.c->link.vu->vq[1].log);
+	/* one frame each way, single chains */
+	guest_rx_post(&f, 1, 2048);
+	guest_tx(&f, 0);
+	tap_handler(f.c, EPOLLIN);
+	tap_flush(f.c);
+	CHECK(log_bit(bits, LOG_USED(VU_TXQ)));
+	CHECK(log_bit(bits, LOG_USED(VU_RXQ)));
+	CHECK(log_bit(bits, G_GPA + 0x80000));		/* the reply's buffer */
+	CHECK(!log_bit(bits, G_GPA + BUF_OFF));		/* only read */
+	CHECK(!log_bit(bits, G_GPA + Q_OFF(VU_RXQ)));	/* descriptors */
+	CHECK(!log_bit(bits, G_GPA + Q_OFF(VU_TXQ) + 0x2000)); /* not here */
+	CHECK_EQ(log_count(bits), 3);
+	/* a receive chain of two descriptors on two pages */
+	memset(bits, 0, LOG_BYTES);
+	rxd = (void *)(f.host + Q_OFF(VU_RXQ));
+	rxa = guest_avail(&f, VU_RXQ);
+	rxd[4] = (struct vq_desc){ G_GPA + 0x90000, 30,
+				   VQ_DESC_F_WRITE | VQ_DESC_F_NEXT, 5 };
+	rxd[5] = (struct vq_desc){ G_GPA + 0xa0000, 2048, VQ_DESC_F_WRITE, 0 };
+	rxa->ring[rxa->idx % Q_NUM] = 4;
+	rxa->idx++;
+	guest_tx(&f, 1);
+	tap_handler(f.c, EPOLLIN);
+	tap_flush(f.c);
+	CHECK(log_bit(bits, G_GPA + 0x90000));
+	CHECK(log_bit(bits, G_GPA + 0xa0000));
+	CHECK_EQ(log_count(bits), 4);		/* and both used rings */
+	/* one frame merged over three chains: slots 2, 3 (one page), 4 */
+	memset(bits, 0, LOG_BYTES);
+	guest_rx_post(&f, 3, 20);
+	guest_tx(&f, 2);
+	tap_handler(f.c, EPOLLIN);
+	tap_flush(f.c);
+	CHECK(log_bit(bits, G_GPA + 0x80000 + 2 * 2048));
+	CHECK(log_bit(bits, G_GPA + 0x80000 + 4 * 2048));
+	CHECK_EQ(log_count(bits), 4);
+	CHECK_EQ(f.c->link.vu->log.outside, 0);
+	/* logging off (LOG_ALL cleared): the same traffic marks nothing */
+	{
+		uint64_t feat = VU_FEATURES & ~VU_F_LOG_ALL;
+
+		fe_req(&f, VU_SET_FEATURES, V, &feat, 8, NULL, 0, NULL);
+	}
+	CHECK(!f.c->link.vu->data_log && !f.c->link.vu->vq[0].log);
+	memset(bits, 0, LOG_BYTES);
+	guest_rx_post(&f, 1, 2048);
+	guest_tx(&f, 3);
+	tap_handler(f.c, EPOLLIN);
+	tap_flush(f.c);
+	CHECK_EQ(f.c->stats.rx_frames, 4);
+	CHECK_EQ(log_count(bits), 0);
+	munmap(bits - LOG_OFF, LOG_OFF + LOG_BYTES);
+	close(logfd);
+	fe_end(&f);
+}
+
+/* SET_LOG_BASE: a bitmap beyond its file is refused with a status (the
+ * connection kept, no log); without LOG_SHMFD negotiated, or without
+ * its fd, the message is a protocol error. */
+TEST(vu_log_base_checks)
+{
+	uint64_t pf = VU_PF_REPLY_ACK | VU_PF_LOG_SHMFD, v = 0;
+	uint64_t lb[2] = { LOG_BYTES, LOG_OFF };
+	struct fe f;
+	int fd = memfd_create("log", MFD_CLOEXEC);
+
+	CHECK(ftruncate(fd, LOG_OFF) == 0);		/* too short */
+	fe_start(&f);
+	fe_req(&f, VU_SET_PROTOCOL_FEATURES, V, &pf, 8, NULL, 0, NULL);
+	CHECK_EQ(fe_req(&f, VU_SET_LOG_BASE, V, lb, 16, &fd, 1, &v), 8);
+	CHECK(v != 0);
+	CHECK(f.c->link.up && !f.c->link.vu->log.bits);
+	lb[1] = UINT64_MAX - 8;				/* wraps */
+	CHECK_EQ(fe_req(&f, VU_SET_LOG_BASE, V, lb, 16, &fd, 1, &v), 8);
+	CHECK(v != 0);
+	CHECK(ftruncate(fd, LOG_OFF + LOG_BYTES) == 0);
+	lb[1] = LOG_OFF;
+	CHECK_EQ(fe_req(&f, VU_SET_LOG_BASE, V, lb, 16, &fd, 1, &v), 8);
+	CHECK_EQ(v, 0);
+	CHECK(f.c->link.vu->log.bits && f.c->link.vu->log.size == LOG_BYTES);
+	/* SET_LOG_FD: an fd taken (and closed), none is an error */
+	CHECK_EQ(fe_req(&f, VU_SET_LOG_FD, ACK, NULL, 0, &fd, 1, &v), 8);
+	CHECK_EQ(v, 0);
+	fe_req(&f, VU_SET_LOG_BASE, V, lb, 16, NULL, 0, NULL);	/* no fd */
+	CHECK(!f.c->link.up);
+	fe_end(&f);
+	fe_start(&f);				/* LOG_SHMFD not negotiated */
+	fe_req(&f, VU_SET_LOG_BASE, V, lb, 16, &fd, 1, NULL);
+	CHECK(!f.c->link.up);
+	fe_end(&f);
+	close(fd);
+}
+
+/* The bitmap's own bounds: marks past its end are counted, not made;
+ * a range reaching the top of the address space does not wrap; pieces
+ * are translated back through the memory table, and a piece outside it
+ * is counted. */
+TEST(vu_log_bounds)
+{
+	uint8_t bits[2] = { 0, 0 }, *host = calloc(1, G_SIZE);
+	struct vu_log l = { .bits = bits, .size = 1 };	/* pages 0-7 */
+	struct iovec iov[2];
+	struct vu_mem m;
+
+	vu_log_gpa(&l, 4096 * 7 + 10, 4096);	/* pages 7 and 8 */
+	CHECK_EQ(bits[0], 0x80);
+	CHECK_EQ(bits[1], 0);
+	CHECK_EQ(l.outside, 1);
+	vu_log_gpa(&l, UINT64_MAX - 10, 100);
+	CHECK_EQ(l.outside, 3);
+	vu_log_gpa(&l, 0, 0);			/* nothing */
+	CHECK_EQ(bits[0], 0x80);
+	vu_log_gpa(NULL, 0, 10);		/* no log: nothing */
+	mem_one(&m, host);
+	m.r[0].gpa = 0;
+	iov[0] = (struct iovec){ host + 4096, 100 };
+	iov[1] = (struct iovec){ bits, 10 };	/* not guest memory */
+	vu_log_iov(&l, &m, iov, 2, 50);		/* only the first 50 bytes */
+	CHECK_EQ(bits[0], 0x82);
+	CHECK_EQ(l.outside, 3);
+	vu_log_iov(&l, &m, iov, 2, 110);
+	CHECK_EQ(l.outside, 4);
+	free(host);
+}
