@@ -31,6 +31,7 @@ F_MRG_RXBUF, F_INDIRECT, F_EVENT_IDX, F_PROTOCOL, F_VERSION_1 = \
     1 << 15, 1 << 28, 1 << 29, 1 << 30, 1 << 32
 F_LOG_ALL = 1 << 26
 PF_REPLY_ACK = 1 << 3
+PF_LOG_SHMFD = 1 << 1
 VERSION = 1
 REPLY = 1 << 2
 
@@ -98,11 +99,12 @@ def test_features_offered(vu):
     f = vu()
     fe = FrontEnd(f.sock)
     feat = fe.u64(GET_FEATURES)
-    for bit in (F_VERSION_1, F_MRG_RXBUF, F_PROTOCOL):
+    for bit in (F_VERSION_1, F_MRG_RXBUF, F_PROTOCOL, F_LOG_ALL):
         assert feat & bit, hex(feat)
-    for bit in (F_INDIRECT, F_EVENT_IDX, F_LOG_ALL):	# not implemented
+    for bit in (F_INDIRECT, F_EVENT_IDX):		# not implemented
         assert not feat & bit, hex(feat)
-    assert fe.u64(GET_PROTOCOL_FEATURES) & PF_REPLY_ACK
+    pf = fe.u64(GET_PROTOCOL_FEATURES)
+    assert pf & PF_REPLY_ACK and pf & PF_LOG_SHMFD, hex(pf)	# dirty log
     assert fe.u64(GET_QUEUE_NUM) == 1			# one queue pair
     fe.close()
 
