@@ -36,6 +36,9 @@
 #include "drop.h"
 
 #define ETH_HLEN_	14
+/* The shortest Ethernet frame without its FCS (IEEE 802.3 minimum of 64
+ * bytes less the 4-byte FCS): tap_tx.c pads every frame it sends to this. */
+#define ETH_ZLEN_	60
 #define ETH_P_IP_	0x0800
 #define ETH_P_ARP_	0x0806
 #define ETH_P_IPV6_	0x86dd

@@ -162,7 +162,8 @@ void tap_input(struct ctx *c);
 uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len);
 
 /* tap_tx_commit() - queue the frame started by the last reserve, len
- * bytes long (len <= the reserved max_len). */
+ * bytes long (len <= the reserved max_len); a frame shorter than
+ * ETH_ZLEN_ is zero-padded to it (the reserve left the room). */
 void tap_tx_commit(struct ctx *c, size_t len);
 
 /* tap_tx_reserve_many() - room for up to n frames of up to max_len bytes
@@ -177,7 +178,8 @@ unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
 
 /* tap_tx_commit_many() - queue slots 0..k-1 of the last
  * tap_tx_reserve_many(), slot i lens[i] bytes long (0: skip the slot).
- * Frames are moved down to stay contiguous in the batch buffer. */
+ * Frames are moved down to stay contiguous in the batch buffer and padded
+ * to ETH_ZLEN_ as tap_tx_commit() pads. */
 void tap_tx_commit_many(struct ctx *c, const size_t *lens, unsigned int k);
 
 /* tap_tx_commit_many_off() - the same, each frame with the offload state

@@ -28,6 +28,16 @@
  * senders use full checksums while capturing (tcp_tx.c), so the capture
  * always shows valid checksums.
  *
+ * Padding: every frame leaves at least ETH_ZLEN_ (60) bytes long, the
+ * 802.3 minimum without the FCS, on every backend: a commit zero-fills
+ * what a short frame lacks and queues the padded length, so the stream
+ * socket's length prefix, the vnet header and pcap all see 60 bytes. The
+ * L3 lengths inside are left as they were: the receiver ignores the
+ * padding (RFC 894). Reservations therefore take room for at least
+ * ETH_ZLEN_ bytes, whatever the caller asked. A virtio-net header's GSO
+ * decision looks at the unpadded length: the guest's kernel would split
+ * the padding of a short UDP frame into datagrams of its own.
+ *
  * Attaching and detaching a backend (tap_attach(), tap_detach()) resets
  * the batches; they live here, with the buffers (tap_init()).
  */
@@ -140,6 +150,16 @@ void tap_link_down(struct ctx *c)
 	c->link.closing = true;
 }
 
+/* tx_pad() - zero-fill frame (len bytes) up to ETH_ZLEN_; the length to
+ * queue. The reservation left room for ETH_ZLEN_ bytes. */
+static size_t tx_pad(uint8_t *frame, size_t len)
+{
+	if (len >= ETH_ZLEN_)
+		return len;
+	memset(frame + len, 0, ETH_ZLEN_ - len);
+	return ETH_ZLEN_;
+}
+
 uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len)
 {
 	struct tx_batch *tx = &c->link.tx;
@@ -147,7 +167,7 @@ uint8_t *tap_tx_reserve(struct ctx *c, size_t max_len)
 
 	if (!c->link.up)
 		return NULL;
-	need = c->link.ops->tx_prefix + max_len;
+	need = c->link.ops->tx_prefix + MAX(max_len, (size_t)ETH_ZLEN_);
 	if (max_len > FRAME_MAX || need > TX_BUF_SIZE)
 		return NULL;
 	if (tx->n == TX_FRAMES_MAX || tx->used + need > TX_BUF_SIZE) {
@@ -166,6 +186,7 @@ void tap_tx_commit(struct ctx *c, size_t len)
 	struct tx_batch *tx = &c->link.tx;
 	size_t pfx = c->link.ops->tx_prefix;
 
+	len = tx_pad(tx->buf + tx->pending_off + pfx, len);
 	if (pfx)
 		c->link.ops->fill_prefix(tx->buf + tx->pending_off, len);
 	tx->f[tx->n].off = (uint32_t)tx->pending_off;
@@ -196,7 +217,7 @@ unsigned int tap_tx_reserve_many(struct ctx *c, size_t max_len,
 	if (!c->link.up || max_len > FRAME_MAX || !n)
 		return 0;
 	pfx = c->link.ops->tx_prefix;
-	stride = ROUND_UP(pfx + max_len, 64);
+	stride = ROUND_UP(pfx + MAX(max_len, (size_t)ETH_ZLEN_), 64);
 	if (stride > TX_BUF_SIZE)
 		return 0;
 	if (tx_slots(tx, stride, n) < n && tx->n) {
@@ -230,7 +251,7 @@ static void commit_many(struct ctx *c, const size_t *lens, unsigned int k,
 
 	for (i = 0; i < k; i++) {
 		size_t slot = tx->pending_off + i * tx->pending_stride;
-		size_t off = tx->used;
+		size_t off = tx->used, len;
 
 		if (!lens[i])
 			continue;
@@ -240,17 +261,20 @@ static void commit_many(struct ctx *c, const size_t *lens, unsigned int k,
 		if (off != slot)
 			memmove(tx->buf + off + pfx, tx->buf + slot + pfx,
 				lens[i]);
+		len = tx_pad(tx->buf + off + pfx, lens[i]);
+		/* GSO is decided on the frame's own bytes: padding after a
+		 * one-byte datagram must not look like more segments. */
 		if (o && c->link.ops->vnet_hdr)
 			vnet_hdr_write(tx->buf + off, lens[i],
 				       each ? &o[i] : o);
 		else if (pfx)
-			c->link.ops->fill_prefix(tx->buf + off, lens[i]);
+			c->link.ops->fill_prefix(tx->buf + off, len);
 		tx->f[tx->n].off = (uint32_t)off;
-		tx->f[tx->n].len = (uint32_t)lens[i];
+		tx->f[tx->n].len = (uint32_t)len;
 		tx->n++;
-		tx->used = off + pfx + lens[i];
+		tx->used = off + pfx + len;
 		c->stats.tx_frames++;
-		c->stats.tx_bytes += lens[i];
+		c->stats.tx_bytes += len;
 	}
 }
 

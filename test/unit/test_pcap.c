@@ -171,7 +171,9 @@ TEST(pcap_captures_both_link_directions)
 	CHECK_EQ(n, 2);
 	CHECK_EQ(r[0].len, flen);
 	CHECK(!memcmp(r[0].data, f, flen));
-	CHECK_EQ(r[1].len, ETH_HLEN_ + IP4_HLEN + sizeof(udp));
+	/* 42 bytes of frame, padded to the 802.3 minimum */
+	CHECK_EQ(r[1].len, ETH_ZLEN_);
+	CHECK(ETH_HLEN_ + IP4_HLEN + sizeof(udp) < ETH_ZLEN_);
 	CHECK(!memcmp(r[1].data + 6, c->conf.our_mac, 6));	/* from us */
 	free(b);
 	test_ctx_free(c);

@@ -653,13 +653,14 @@ TEST(udp_inbound_clients_spare_guest_flows)
 }
 
 /* tap_tx_reserve_many()/commit_many(): slots filled in place, skipped
- * ones left out, and the committed frames end up contiguous. */
+ * ones left out, and the committed frames end up contiguous, each short
+ * one zero-padded to the 802.3 minimum (ETH_ZLEN_). */
 TEST(udp_tx_many_contiguous)
 {
 	struct ctx *c = udp_ctx();
 	struct tx_batch *tx = &c->link.tx;
-	uint8_t *fr[3];
-	size_t lens[3] = { 10, 0, 20 };
+	uint8_t *fr[3], zero[ETH_ZLEN_] = { 0 };
+	size_t lens[3] = { 10, 0, 80 };
 	unsigned int n, i;
 
 	n = tap_tx_reserve_many(c, 100, fr, 3);
@@ -668,12 +669,13 @@ TEST(udp_tx_many_contiguous)
 		memset(fr[i], 'a' + (int)i, 100);
 	tap_tx_commit_many(c, lens, 3);
 	CHECK_EQ(tx->n, 2);
-	CHECK_EQ(tx->f[0].len, 10);
-	CHECK_EQ(tx->f[1].len, 20);
-	CHECK_EQ(tx->f[1].off, tx->f[0].off + 10);
-	CHECK_EQ(tx->used, tx->f[1].off + 20);
+	CHECK_EQ(tx->f[0].len, ETH_ZLEN_);
+	CHECK_EQ(tx->f[1].len, 80);
+	CHECK_EQ(tx->f[1].off, tx->f[0].off + ETH_ZLEN_);
+	CHECK_EQ(tx->used, tx->f[1].off + 80);
 	CHECK(tx->buf[tx->f[0].off] == 'a' && tx->buf[tx->f[0].off + 9] == 'a');
-	CHECK(tx->buf[tx->f[1].off] == 'c' && tx->buf[tx->f[1].off + 19] == 'c');
+	CHECK(!memcmp(tx->buf + tx->f[0].off + 10, zero, ETH_ZLEN_ - 10));
+	CHECK(tx->buf[tx->f[1].off] == 'c' && tx->buf[tx->f[1].off + 79] == 'c');
 	udp_ctx_free(c);
 }
 

@@ -712,28 +712,30 @@ TEST(vu_frames_both_ways)
 	tap_flush(f.c);				/* the ARP reply */
 	CHECK_EQ(rxu->idx, 1);
 	CHECK_EQ(rxu->flags, VQ_USED_F_NO_NOTIFY);	/* never wanted */
-	CHECK_EQ(rxu->ring[0].len, 12 + 42);
+	CHECK_EQ(rxu->ring[0].len, 12 + ETH_ZLEN_);	/* 42, padded */
 	b = f.host + 0x80000 + rxu->ring[0].id * 2048;
 	CHECK_EQ(b[10] | b[11] << 8, 1);	/* num_buffers */
 	CHECK_EQ(rd16(b + 12 + 12), ETH_P_ARP_);
 	CHECK_EQ(rd16(b + 12 + 20), 2);		/* ARP reply */
 	CHECK(read(f.call[VU_RXQ], &v, 8) == 8);
-	/* small buffers: one frame over three chains (mergeable) */
-	guest_rx_post(&f, 3, 20);
+	/* small buffers: one frame (12 + 60 bytes) over four chains
+	 * (mergeable) */
+	guest_rx_post(&f, 4, 20);
 	guest_tx(&f, 1);
 	tap_handler(f.c, EPOLLIN);
 	tap_flush(f.c);
-	CHECK_EQ(rxu->idx, 4);
+	CHECK_EQ(rxu->idx, 5);
 	CHECK_EQ(rxu->ring[1].len, 20);
 	CHECK_EQ(rxu->ring[2].len, 20);
-	CHECK_EQ(rxu->ring[3].len, 54 - 40);
+	CHECK_EQ(rxu->ring[3].len, 20);
+	CHECK_EQ(rxu->ring[4].len, 12 + ETH_ZLEN_ - 60);
 	b = f.host + 0x80000 + rxu->ring[1].id * 2048;
-	CHECK_EQ(b[10], 3);
+	CHECK_EQ(b[10], 4);
 	/* no buffers left: the frame is dropped and counted */
 	guest_tx(&f, 2);
 	tap_handler(f.c, EPOLLIN);
 	tap_flush(f.c);
-	CHECK_EQ(rxu->idx, 4);
+	CHECK_EQ(rxu->idx, 5);
 	CHECK_EQ(f.c->stats.drops[DROP_VU_NO_BUFFER], 1);
 	/* the guest stops the transmit ring: frames wait in it */
 	{

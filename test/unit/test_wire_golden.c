@@ -86,7 +86,8 @@ static bool sent_is(struct ctx *c, const char *name, const char *want)
 
 static const char arp_reply[] =
 	"0200000000029a559a559a55080600010800060400029a559a559a55c6336401"
-	"020000000002c6336402";
+	"020000000002c6336402"
+	"000000000000000000000000000000000000";		/* padding to 60 */
 
 TEST(wire_golden_arp_reply)
 {
@@ -330,7 +331,8 @@ TEST(wire_golden_icmp6_too_big_udp)
 
 static const char tcp_rst4[] =
 	"0200000000029a559a559a55080045000028000040004006e665c6336401c633"
-	"640200099e3400012fd100000000500400008d660000";
+	"640200099e3400012fd100000000500400008d660000"
+	"000000000000";					/* padding to 60 */
 
 TEST(wire_golden_tcp_rst_no_connection)
 {
