@@ -79,6 +79,7 @@ struct conf_ip6 {
 	struct in6_addr gw;		/* router address (link-local or global) */
 	struct in6_addr host_addr;
 	struct in6_addr map_host_lo;
+	struct in6_addr map_host_lo_ll;	/* fe80::1 beside a global gateway */
 	struct in6_addr map_guest;
 	struct in6_addr dns[CONF_MAX_DNS];
 	int dns_count;

@@ -25,11 +25,15 @@
  * fit is left out with a warning. Reading them is best effort: a failed
  * dump only costs the copies, with a warning.
  *
- * The IPv6 router the guest uses is always a link-local address: the
- * host's gateway when it is link-local (as usual with router
- * advertisements), else ferry's own fe80::1. Router advertisements must
- * come from a link-local address (RFC 4861, 6.1.2), so a link-local router
- * keeps static configuration (--config-net) and NDP in agreement.
+ * The IPv6 gateway is the host's, as pasta copies it: link-local stays
+ * link-local (as usual with router advertisements), a global one is used
+ * as given (the --config-net default route goes through it, onlink), and
+ * podman's checks find the container's default route equal to the host's.
+ * Without a usable host gateway (no default route, or one with no
+ * gateway) it is ferry's own fe80::1. Router advertisements must come
+ * from a link-local address (RFC 4861, 6.1.2): with a global gateway they
+ * come from fe80::1 (ndp_router_ll()), which maps like the gateway
+ * (nat.c), so a guest routing by RA reaches the same places.
  *
  * With no default route (or no address) for a family, ferry falls back to
  * "local mode": IPv4 169.254.2.1/16 with gateway 169.254.2.2, IPv6 link-
@@ -271,7 +275,7 @@ static void derive_ip6(struct conf *c, int nl)
 	ok = !template_if(nl, AF_INET6, c->ifname6, &c->ifindex6, &gw) &&
 	     !nl_addr_get(nl, AF_INET6, c->ifindex6, &host, &plen);
 	if (in6_is_unspec(&ip->gw)) {
-		if (ok && IN6_IS_ADDR_LINKLOCAL(&gw))
+		if (ok && !in6_is_unspec(&gw))
 			ip->gw = gw;
 		else
 			inet_pton(AF_INET6, "fe80::1", &ip->gw);

@@ -7,6 +7,10 @@
  *
  *   map_host_lo  (default: the gateway, unless --no-map-gw; or
  *                 --map-host-loopback ADDR)  <->  host loopback
+ *                 (IPv6 with a global gateway: also the router's
+ *                 link-local fe80::1, map_host_lo_ll, which the guest
+ *                 learns from router advertisements; outbound only,
+ *                 inbound the loopback shows as map_host_lo)
  *   map_guest    (--map-guest-addr ADDR)     <->  the host's own address
  *   dns_fwd      (--dns-forward ADDR)        <->  --dns-host (DNS issue)
  *
@@ -34,8 +38,12 @@ void nat_init(struct ctx *c)
 	if (!f->no_map_gw) {
 		if (!v4_set(f->ip4.map_host_lo))
 			f->ip4.map_host_lo = f->ip4.gw;
-		if (in6_is_unspec(&f->ip6.map_host_lo))
+		if (in6_is_unspec(&f->ip6.map_host_lo)) {
 			f->ip6.map_host_lo = f->ip6.gw;
+			if (!IN6_IS_ADDR_LINKLOCAL(&f->ip6.gw))
+				inet_pton(AF_INET6, "fe80::1",
+					  &f->ip6.map_host_lo_ll);
+		}
 	}
 	dns_init(c);
 }
@@ -64,7 +72,9 @@ static bool nat_out6(const struct ctx *c, struct in6_addr *a)
 {
 	const struct conf_ip6 *ip = &c->conf.ip6;
 
-	if (!in6_is_unspec(&ip->map_host_lo) && in6_eq(a, &ip->map_host_lo)) {
+	if ((!in6_is_unspec(&ip->map_host_lo) && in6_eq(a, &ip->map_host_lo)) ||
+	    (!in6_is_unspec(&ip->map_host_lo_ll) &&
+	     in6_eq(a, &ip->map_host_lo_ll))) {
 		*a = in6addr_loopback;
 		return true;
 	}

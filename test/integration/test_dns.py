@@ -110,12 +110,16 @@ def test_dns_loopback_resolver_default(ferry_ns, dnsmasq, host_resolv,
 
 
 def test_dns_loopback_resolver_ipv6(ferry_ns, dnsmasq, host_resolv):
-    """A resolver on ::1 is reached through the router address fe80::1."""
+    """A resolver on ::1 is reached through the gateway (the host's,
+    2001:db8::1, which maps to host loopback) and through the router's
+    link-local address fe80::1, which the guest learns from RAs."""
     dnsmasq("::1")
     host_resolv("nameserver ::1")
     f = ferry_ns()
-    assert "nameserver ::1 is loopback: advertising fe80::1" in f.output()
+    gw = conftest.GW6
+    assert f"nameserver ::1 is loopback: advertising {gw}" in f.output()
     for tcp in (False, True):
+        assert dig(gw, "AAAA", f.guest, tcp) == AAAA
         assert dig(f"fe80::1%{IFACE}", "AAAA", f.guest, tcp) == AAAA
 
 

@@ -14,7 +14,9 @@ got with ip(8) in JSON.
 """
 import json
 
-from conftest import FERRY, GW4, HOST4, HOST6, require, run
+import pytest
+
+from conftest import FERRY, GW4, GW6, HOST4, HOST6, require, run
 
 GW6_LL = "fe80::1"	# ferry's link-local router (hostconf.c)
 MTU = 65520
@@ -101,7 +103,7 @@ def test_copies_all_addresses_and_routes():
     assert g.addrs("inet6") == ADDRS6
     # The default routes are ferry's, as without copies.
     assert g.route(g.r4, "default")["gateway"] == GW4
-    assert g.route(g.r6, "default")["gateway"] == GW6_LL
+    assert g.route(g.r6, "default")["gateway"] == GW6
     r = g.route(g.r4, "192.0.2.0/24")
     assert r and r["gateway"] == "198.51.100.254" and r["metric"] == 50
     r = g.route(g.r4, "203.0.113.0/25")
@@ -136,7 +138,7 @@ def test_no_copy_routes_keeps_only_the_default_route():
     assert g.addrs("inet") == ADDRS4
     assert g.addrs("inet6") == ADDRS6
     assert g.route(g.r4, "default")["gateway"] == GW4
-    assert g.route(g.r6, "default")["gateway"] == GW6_LL
+    assert g.route(g.r6, "default")["gateway"] == GW6
     assert not g.route(g.r4, "192.0.2.0/24")
     assert not g.route(g.r6, "2001:db8:5::/48")
     assert not g.route(g.r6, "2001:db8:6::/64")
@@ -190,3 +192,44 @@ def test_tables_are_bounded_with_a_warning():
         in g.err, g.err
     copied = {r["dst"] for r in g.r4 if r["dst"].startswith("192.0.2.")}
     assert copied == {f"192.0.2.{i}" for i in range(MAX_ROUTES)}, copied
+
+
+# The host's IPv6 gateway, copied as pasta copies it (hostconf.c): global
+# as given (BASE: 2001:db8::1, the tests above), link-local kept
+# link-local, and ferry's fe80::1 when the host's default route names no
+# gateway. The guest resolves it by NDP to ferry and reaches host
+# loopback through it (ping: the host kernel answers on ::1).
+PING_GW6 = ("ip -j -6 route show default; echo; "
+            "ping -6 -n -c 1 -W 5 {gw} >/dev/null && echo '[\"pong\"]'")
+LL_DEFAULT = "ip -6 route add default via 2001:db8::1 dev uplink0 onlink\n"
+
+
+def gateway_guest(setup, gw):
+    """ferry --config-net in a nested namespace built by setup; the guest
+    prints its IPv6 default route and pings gw. Returns (routes, pong)."""
+    setup += 'sysctl -qw net.ipv4.ping_group_range="0 0"\n'
+    r = run(["unshare", "-n", "sh", "-ec", setup + '\nexec "$@"', "sh",
+             FERRY, "ns", "-f", "--config-net", "--",
+             "sh", "-c", PING_GW6.format(gw=gw)], timeout=60)
+    parts = [json.loads(p) for p in r.stdout.strip().split("\n") if p]
+    routes = [x for x in parts[0] if x.get("protocol") != "ra"]
+    return routes, len(parts) > 1 and parts[1] == ["pong"]
+
+
+def test_ipv6_default_route_is_the_hosts_global_gateway():
+    routes, pong = gateway_guest(BASE, GW6)
+    assert [x["gateway"] for x in routes] == [GW6], routes
+    assert pong
+
+
+@pytest.mark.parametrize("default, gw, ping", [
+    ("via fe80::99 dev uplink0", "fe80::99", "fe80::99%uplink0"),
+    ("dev uplink0", GW6_LL, "fe80::1%uplink0")], ids=["link-local", "none"])
+def test_ipv6_default_route_link_local_or_ferrys(default, gw, ping):
+    """A link-local host gateway stays link-local; a default route with
+    no gateway leaves ferry's own fe80::1."""
+    setup = BASE.replace(LL_DEFAULT, f"ip -6 route add default {default}\n")
+    assert setup != BASE
+    routes, pong = gateway_guest(setup, ping)
+    assert [x["gateway"] for x in routes] == [gw], routes
+    assert pong

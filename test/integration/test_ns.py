@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import FERRY, GW4, HOST4, HOST6, require, run, wait_for
+from conftest import FERRY, GW4, GW6, HOST4, HOST6, require, run, wait_for
 
 TAP = "uplink0"		# default: the name of the host's template interface
 GW6_LL = "fe80::1"	# ferry's link-local router address (see hostconf.c)
@@ -51,7 +51,8 @@ def test_tap_gets_host_config(ferry_ns):
     assert addrs(l, "inet") == {(HOST4, 24)}
     assert addrs(l, "inet6") == {(HOST6, 64)}
     assert default_gw(ip_json(f, ["-4", "route"])) == GW4
-    assert default_gw(ip_json(f, ["-6", "route"])) == GW6_LL
+    # the host's own IPv6 gateway, global as in the sandbox (pasta's way)
+    assert default_gw(ip_json(f, ["-6", "route"])) == GW6
     assert "UP" in link(f, "lo")["flags"]
     out = f.output()
     assert f"template interface {TAP}" in out and "local mode" not in out

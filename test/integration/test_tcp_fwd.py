@@ -45,7 +45,8 @@ def test_fwd_content(ferry_ns, via, direction):
 @pytest.mark.parametrize("fam", ["v4", "v6"])
 def test_fwd_client_address_seen_by_guest(ferry_ns, fam):
     """A client using the host's own address (which the guest shares)
-    appears in the guest as the gateway."""
+    appears in the guest as the gateway (IPv6: the host's, 2001:db8::1,
+    copied as pasta does)."""
     f = ferry_ns(args=["-t", "40002", "-T", "none"])
     wait_host_port(40002)
     srv = guest_server(f, "::", 40002, "recv")
@@ -55,7 +56,7 @@ def test_fwd_client_address_seen_by_guest(ferry_ns, fam):
             out = f.guest(["ss", "-Htn", "state", "established"]).stdout
             return out if ":40002" in out else None
         out = conftest.wait_for(peer, 10, "established connection in guest")
-        gw = conftest.GW4 if fam == "v4" else "fe80::1"
+        gw = conftest.GW4 if fam == "v4" else conftest.GW6
         assert gw in out.split()[-1], out      # the peer column
     finally:
         cli.kill()
