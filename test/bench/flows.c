@@ -164,7 +164,7 @@ static int tcp_open(const char *addr, const char *port, long n)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	struct pollfd *pf = calloc(INFLIGHT, sizeof(*pf));
+	struct pollfd *pf;
 	long opened = 0, failed = 0;
 	double t0;
 
@@ -172,6 +172,9 @@ static int tcp_open(const char *addr, const char *port, long n)
 		fprintf(stderr, "flows: %ld connections exceed the fd limit\n", n);
 		return 1;
 	}
+	pf = calloc(INFLIGHT, sizeof(*pf));
+	if (!pf)
+		die("calloc");
 	resolve(addr, port, &ss, &len, SOCK_STREAM);
 	t0 = now_ms();
 	while (opened + failed < n) {
@@ -254,8 +257,8 @@ static int udp_open(const char *addr, const char *port, long n)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int *fds = calloc((size_t)n, sizeof(int)), ep, round;
-	char *got = calloc((size_t)n, 1);
+	int *fds, ep, round;
+	char *got;
 	long i, answered = 0;
 	double t0;
 
@@ -263,6 +266,10 @@ static int udp_open(const char *addr, const char *port, long n)
 		fprintf(stderr, "flows: %ld UDP sockets exceed the fd limit\n", n);
 		return 1;
 	}
+	fds = calloc((size_t)n, sizeof(int));
+	got = calloc((size_t)n, 1);
+	if (!fds || !got)
+		die("calloc");
 	resolve(addr, port, &ss, &len, SOCK_DGRAM);
 	ep = epoll_create1(0);
 	t0 = now_ms();

@@ -4,7 +4,8 @@ GiB of one iperf3 transfer, for ferry vm and passt, stream or vhost-user.
 usage (inside the sandbox):
   bash test/sandbox.sh python3 test/bench/vmprof.py [options] CONFIG...
     CONFIG: ferry | ferry-vu | passt | passt-vu, optionally :BINARY
-            (ferry-vu:/tmp/ferry.old: another ferry build, for A/B)
+            (ferry-vu:/tmp/ferry.old: another ferry build, for A/B;
+            passt-vu:build/peers/trixie/bin/passt: trixie's passt)
     -d g2h|h2g   direction (default g2h)
     -t SECONDS   iperf3 time (default 8)
     -r ROUNDS    rounds per boot (default 2)
@@ -176,7 +177,7 @@ def ferry_frames(log):
 def argv_of(cfg, ferry):
     cfg, _, binary = cfg.partition(":")
     base = ([binary or ferry, "vm", "-f", "-1"] if cfg.startswith("ferry")
-            else ["passt", "-f", "-1", "--runas", "0"])
+            else [binary or "passt", "-f", "-1", "--runas", "0"])
     vu = cfg.endswith("-vu")
     return base + NONE + (["--vhost-user"] if vu else []), (("-u",) if vu else ())
 
@@ -243,7 +244,7 @@ def main():
     try:
         for i, cfg in enumerate(cfgs):
             argv, run_args = argv_of(cfg, ferry)
-            name = f"{i}-{cfg}"
+            name = f"{i}-{cfg}".replace("/", "_").replace(":", "_")	# a file name
             w = Watch(out, name, strace, perf)
             qs = QemuSampler(os.path.join(work, f"vm-{name}", "sock"))
             qs.start()
