@@ -262,8 +262,21 @@ struct pkt;
 #define TCP_CONSUME_LAZY	(16u << 10)	/* acked bytes that may stay in
 						 * the socket (tcp_consume_lazy) */
 
-/* tcp.c */
+/* The most TCP payload the guest's kernel puts in one TSO frame for the
+ * tap: the device's GSO limit (64 KiB) less the header room it reserves
+ * (MAX_TCP_HEADER + 1, at most 321 bytes), cut to whole segments
+ * (tcp_mss_from_guest(), the window cap). */
+#define TCP_GUEST_TSO_BYTES	(65536u - 321u)
+
+/* tcp_conn.c */
+/* tcp_now_ms() - the loop's clock (c->now) in milliseconds. */
 int64_t tcp_now_ms(const struct ctx *c);
+/* tcp_now_us() - c->now in microseconds, never 0 (0: "not timing"). */
+int64_t tcp_now_us(const struct ctx *c);
+/* tcp_scan_in() - have the timer scan come ms from now at the latest;
+ * returns that time on the tcp clock. */
+int64_t tcp_scan_in(struct ctx *c, int64_t ms);
+void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
 /* tcp_sock_failed() - a system call on the connection's socket failed
  * with err. A hard error (the peer's RST, a timeout, unreachable) is
  * kept in sock_err: the call took the socket's pending error with it, so
@@ -271,12 +284,45 @@ int64_t tcp_now_ms(const struct ctx *c);
  * flow can be freed. Soft ones (EAGAIN, EINTR, ENOBUFS, ENOMEM) are not
  * kept. */
 void tcp_sock_failed(struct tcp_conn *conn, int err);
-void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
 /* TCP_EP_EVENTS - a TCP socket's epoll registration, for its life */
 #define TCP_EP_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+/* tcp_ep_add() - register a new connection's socket (its sock, state and
+ * flags set) with the loop. Returns 0 or -errno. */
+int tcp_ep_add(struct ctx *c, struct flow *fl);
+/* tcp_events_update() - the events the connection acts on, after a
+ * change of state or flags (a system call only when EPOLLOUT is newly
+ * wanted). */
+void tcp_events_update(struct ctx *c, struct flow *fl);
+/* tcp_events_rearm() - re-register the socket's events so that epoll
+ * reports it again if it is ready now (the reader left data behind). */
+void tcp_events_rearm(struct ctx *c, struct flow *fl);
+struct tcp_view;
+void tcp_sock_opts(int s);
+int tcp_sock_mss(struct tcp_conn *conn);
+/* tcp_mss_from_guest() - the MSS we advertise to the guest, the largest
+ * segment it sends us (a TSO frame carries several). */
+uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl);
+void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
+			  const struct tcp_view *t, bool v6);
+void tcp_established(struct ctx *c, struct flow *fl);
+/* tcp_ack_sent() - a segment carrying our current ACK and window is
+ * queued to the guest: nothing is left to acknowledge. */
+void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd);
+uint32_t tcp_isn(const struct ctx *c, const struct flow *fl);
+/* tcp_rtt_sample() - the guest acknowledged up to ack: an RTT sample
+ * when that covers the timed segment. */
+void tcp_rtt_sample(const struct ctx *c, struct tcp_conn *conn, seq_t ack);
+/* tcp_half_open_add() - a new guest-initiated connection: at the end of
+ * the half-open list (the newest). */
+void tcp_half_open_add(struct ctx *c, struct flow *fl);
+/* tcp_half_open_del() - the connection is established or closing: off
+ * the list (nothing if not on it). */
+void tcp_half_open_del(struct ctx *c, struct flow *fl);
+void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
+
+/* tcp_guard.c */
 /* File descriptors a spliced connection holds: two sockets, two pipes. */
 #define TCP_SPLICE_FDS		6
-
 /* tcp_fd_budget() - TCP's share of an fd limit of nofile: fd_budget(),
  * half less 64 (UDP and ICMP echo flows share the other half), the rest
  * left to listeners, the link and the files. */
@@ -287,17 +333,13 @@ uint32_t tcp_fd_budget(uint32_t nofile);
  * connects (which can wait TCP_CONNECT_TIMEOUT_MS each) never hold
  * every fd. */
 bool tcp_fd_room(const struct ctx *c, unsigned int n);
-
+/* tcp_fwd_abort() - refuse an accepted connection: the client gets an
+ * RST (SO_LINGER 0), the socket is closed. */
+void tcp_fwd_abort(struct ctx *c, int s);
 /* TCP_HALF_OPEN_SHARE - half-open connections (guest SYN seen, the
  * host connect() running or our SYN-ACK unanswered) hold at most
  * 1/TCP_HALF_OPEN_SHARE of the TCP fd budget (tcp_guard.c). */
 #define TCP_HALF_OPEN_SHARE	2
-/* tcp_half_open_add() - a new guest-initiated connection: at the end of
- * the half-open list (the newest). */
-void tcp_half_open_add(struct ctx *c, struct flow *fl);
-/* tcp_half_open_del() - the connection is established or closing: off
- * the list (nothing if not on it). */
-void tcp_half_open_del(struct ctx *c, struct flow *fl);
 /* tcp_half_open_admit() - before a guest SYN takes a socket: abandon
  * the oldest half-open connections (RST to the guest) while the
  * half-open share is taken or the budget is full. Returns whether the
@@ -318,37 +360,11 @@ bool tcp_keepalive(struct ctx *c, struct flow *fl, int64_t now,
 /* tcp_keepalive_heard() - a segment from the guest (rst: an RST that
  * ends the connection) after keepalive probes: they are answered. */
 void tcp_keepalive_heard(struct ctx *c, struct tcp_conn *conn, bool rst);
-/* tcp_reset_both() - give up on a connection: RST to the guest, the
- * socket aborted, the flow freed (tcp.c). */
-void tcp_reset_both(struct ctx *c, struct flow *fl);
 
-/* tcp_ep_add() - register a new connection's socket (its sock, state and
- * flags set) with the loop. Returns 0 or -errno. */
-int tcp_ep_add(struct ctx *c, struct flow *fl);
-/* tcp_events_update() - the events the connection acts on, after a
- * change of state or flags (a system call only when EPOLLOUT is newly
- * wanted). */
-void tcp_events_update(struct ctx *c, struct flow *fl);
-/* tcp_events_rearm() - re-register the socket's events so that epoll
- * reports it again if it is ready now (the reader left data behind). */
-void tcp_events_rearm(struct ctx *c, struct flow *fl);
-void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
-struct tcp_view;
-void tcp_sock_opts(int s);
-int tcp_sock_mss(struct tcp_conn *conn);
+/* tcp.c */
 /* tcp_wnd_quantize() - w rounded down to its four most significant bits:
  * the levels of the window to the guest (tcp.c). */
 uint32_t tcp_wnd_quantize(uint32_t w);
-
-/* tcp_mss_from_guest() - the MSS we advertise to the guest, the largest
- * segment it sends us (a TSO frame carries several). */
-uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl);
-void tcp_guest_syn_params(const struct ctx *c, struct flow *fl,
-			  const struct tcp_view *t, bool v6);
-void tcp_established(struct ctx *c, struct flow *fl);
-/* tcp_ack_sent() - a segment carrying our current ACK and window is
- * queued to the guest: nothing is left to acknowledge. */
-void tcp_ack_sent(struct tcp_conn *conn, uint32_t wnd);
 
 /* tcp_tx.c */
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);
@@ -360,6 +376,9 @@ void tcp_send_probe(struct ctx *c, struct flow *fl);
  * connection (RST, or a closed connection's ACK: tcp_tw.c). */
 void tcp_reply(struct ctx *c, const struct pkt *p, uint32_t seq, uint32_t ack,
 	       uint8_t flags, uint16_t wnd);
+/* tcp_reset_both() - give up on a connection: RST to the guest, the
+ * socket aborted, the flow freed (tcp_tx.c). */
+void tcp_reset_both(struct ctx *c, struct flow *fl);
 void tcp_data_to_guest(struct ctx *c, struct flow *fl);
 void tcp_consume(struct ctx *c, struct flow *fl);
 /* tcp_consume_lazy() - tcp_consume(), unless the acknowledged bytes are
@@ -391,15 +410,10 @@ bool tcp_probe_or_rto(struct ctx *c, struct flow *fl);
  * snd_una with data still out (its RTO set): the tail loss probe's
  * timer in place of the RTO's when the probe is due first (tcp_tx.c). */
 void tcp_tlp_arm(struct ctx *c, struct flow *fl);
-/* tcp_rtt_sample() - the guest acknowledged up to ack: an RTT sample
- * when that covers the timed segment (tcp_tx.c). */
-void tcp_rtt_sample(const struct ctx *c, struct tcp_conn *conn, seq_t ack);
 /* tcp_early_rexmit() - a duplicate ACK (window wnd) outside a recovery:
  * whether RFC 5827's early retransmit resends now (SACK variant,
  * tcp_tx.c). */
 bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd);
-uint32_t tcp_isn(const struct ctx *c, const struct flow *fl);
-
 /* tcp_sack.c */
 struct tcp_stats;
 /* tcp_snd_max() - one past the highest sequence number sent (snd_max). */

@@ -451,31 +451,7 @@ void tcp_fwd_init(struct ctx *c)
 	tcp_fwd_timer(c);
 }
 
-/* --- File-descriptor budget ------------------------------------------- */
-
-uint32_t tcp_fd_budget(uint32_t nofile)
-{
-	return fd_budget(nofile);
-}
-
-bool tcp_fd_room(const struct ctx *c, unsigned int n)
-{
-	uint64_t used = c->flows.count[FLOW_TCP] +
-			(uint64_t)TCP_SPLICE_FDS * c->flows.count[FLOW_TCP_SPLICE];
-
-	return !c->tcp.max_fds || used + n <= c->tcp.max_fds;
-}
-
 /* --- Connections through the guest link ------------------------------- */
-
-void tcp_fwd_abort(struct ctx *c, int s)
-{
-	struct linger l = { .l_onoff = 1, .l_linger = 0 };
-
-	setsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-	close(s);
-	c->tcp_fwd.st.refused++;
-}
 
 /* fwd_to_guest() - a -t connection from peer:pport through the guest
  * link to the guest's port: a FLOW_TCP flow sending the guest a SYN;

@@ -90,9 +90,6 @@ bool tcp_fwd_synack(struct ctx *c, struct flow *fl, const struct pkt *p,
 /* tcp_fwd_syn_timeout() - retransmit our SYN to the guest, or give up
  * (the host client gets an RST). Returns true when the flow was freed. */
 bool tcp_fwd_syn_timeout(struct ctx *c, struct flow *fl);
-/* tcp_fwd_abort() - refuse an accepted connection: the client gets an
- * RST (SO_LINGER 0), the socket is closed. */
-void tcp_fwd_abort(struct ctx *c, int s);
 
 /* tcp_splice.c */
 /* tcp_splice_start() - splice accepted socket s (loopback peer) to a new

@@ -1,5 +1,5 @@
 /* tcp_guard.c - TCP connections that must not hold resources for ever:
- * the half-open connections' share of the fd budget, and keepalives
+ * the fd budget, the half-open connections' share of it, and keepalives
  * toward a guest that may be gone.
  *
  * Theory of operation
@@ -17,7 +17,13 @@
  * O(1) to add, remove and find the oldest), and a SYN that finds the
  * share taken, or the budget full while some are half-open, abandons the
  * oldest one (an RST to the guest, the socket aborted) to be admitted.
- * Established connections are never abandoned for a new one.
+ * Established connections are never abandoned for a new one. The list
+ * itself is kept by tcp_conn.c (tcp_half_open_add(), _del()), below the
+ * close that leaves it; the policy is here.
+ *
+ * The fd budget (tcp_fd_room()): TCP's half of the fd limit, counted
+ * over connections through the link and spliced ones; a host client
+ * beyond it is refused (tcp_fwd_abort()).
  *
  * Keepalives toward the guest. A guest that reboots, or a container
  * whose process died without closing, leaves its connections open on
@@ -39,52 +45,16 @@
  * up to a quarter of the probe interval so that idle connections whose
  * deadlines fall close together share one scan.
  */
+#include <unistd.h>
+#include <sys/socket.h>
+
 #include "ferry.h"
 #include "log.h"
 #include "tcp_conn.h"
 #include "util.h"
 
-/* conn_at() - the connection record of TCP flow idx. */
-static struct tcp_conn *conn_at(struct ctx *c, uint32_t idx)
-{
-	return FLOW_PRIV(flow_at(&c->flows, idx), struct tcp_conn);
-}
-
-void tcp_half_open_add(struct ctx *c, struct flow *fl)
-{
-	struct tcp_conn *conn = FLOW_PRIV(fl, struct tcp_conn);
-	struct tcp_state *ts = &c->tcp;
-	uint32_t idx = flow_idx(&c->flows, fl);
-
-	conn->ho_prev = ts->ho_n ? ts->ho_tail : FLOW_NONE;
-	conn->ho_next = FLOW_NONE;
-	if (ts->ho_n)
-		conn_at(c, ts->ho_tail)->ho_next = idx;
-	else
-		ts->ho_head = idx;
-	ts->ho_tail = idx;
-	ts->ho_n++;
-	conn->half_open = true;
-}
-
-void tcp_half_open_del(struct ctx *c, struct flow *fl)
-{
-	struct tcp_conn *conn = FLOW_PRIV(fl, struct tcp_conn);
-	struct tcp_state *ts = &c->tcp;
-
-	if (!conn->half_open)
-		return;
-	if (conn->ho_prev != FLOW_NONE)
-		conn_at(c, conn->ho_prev)->ho_next = conn->ho_next;
-	else
-		ts->ho_head = conn->ho_next;
-	if (conn->ho_next != FLOW_NONE)
-		conn_at(c, conn->ho_next)->ho_prev = conn->ho_prev;
-	else
-		ts->ho_tail = conn->ho_prev;
-	ts->ho_n--;
-	conn->half_open = false;
-}
+/* seccomp(all): close setsockopt
+ *   (a host client refused: tcp_fwd_abort()) */
 
 /* tcp_half_open_max() - how many half-open connections the budget
  * allows (0: no budget, no limit). */
@@ -152,4 +122,28 @@ void tcp_keepalive_heard(struct ctx *c, struct tcp_conn *conn, bool rst)
 	else
 		c->tcp.st.ka_answered++;
 	conn->ka_probes = 0;
+}
+
+/* --- File-descriptor budget (tcp_conn.h) ------------------------------ */
+
+uint32_t tcp_fd_budget(uint32_t nofile)
+{
+	return fd_budget(nofile);
+}
+
+bool tcp_fd_room(const struct ctx *c, unsigned int n)
+{
+	uint64_t used = c->flows.count[FLOW_TCP] +
+			(uint64_t)TCP_SPLICE_FDS * c->flows.count[FLOW_TCP_SPLICE];
+
+	return !c->tcp.max_fds || used + n <= c->tcp.max_fds;
+}
+
+void tcp_fwd_abort(struct ctx *c, int s)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	close(s);
+	c->tcp_fwd.st.refused++;
 }

@@ -130,15 +130,6 @@ static struct tcp_conn *conn_of(struct flow *fl)
 	return FLOW_PRIV(fl, struct tcp_conn);
 }
 
-/* tcp_now_us() - the loop's current time (c->now) in microseconds,
- * never 0 (0 marks "not timing"). */
-static int64_t tcp_now_us(const struct ctx *c)
-{
-	int64_t us = (int64_t)c->now.tv_sec * 1000000 + c->now.tv_nsec / 1000;
-
-	return us ? us : 1;
-}
-
 /* flow_v4() - the connection is IPv4 (by its guest-side address). */
 static bool flow_v4(const struct flow *fl)
 {
@@ -318,18 +309,6 @@ void tcp_rst_reply(struct ctx *c, const struct pkt *p)
 	}
 	seglen += !!(t->flags & TCP_F_SYN) + !!(t->flags & TCP_F_FIN);
 	tcp_reply(c, p, 0, t->seq + seglen, TCP_F_RST | TCP_F_ACK, 0);
-}
-
-/* tcp_isn() - our initial sequence number for the flow (RFC 6528). */
-uint32_t tcp_isn(const struct ctx *c, const struct flow *fl)
-{
-	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
-	uint64_t ns = (uint64_t)c->now.tv_sec * 1000000000ull +
-		      (uint64_t)c->now.tv_nsec;
-	uint64_t h = siphash24(c->tcp.isn_k0, c->tcp.isn_k1, k, sizeof(*k));
-
-	/* RFC 6528: ISN = M + F(4-tuple, secret), M a ~4 us clock. */
-	return (uint32_t)h + (uint32_t)(ns >> 12);
 }
 
 /* tcp_clamp_slack() - how far beyond the guest's right edge the host peer
@@ -906,25 +885,6 @@ void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 		tcp_tlp_arm(c, fl);
 }
 
-/* tcp_rtt_sample() - an ACK up to ack: when it covers the segment being
- * timed, its round trip goes into the smoothed RTT (RFC 6298 2.2/2.3,
- * alpha 1/8; microseconds of the loop's clock, so a sample includes the
- * loop's own delays and the guest's delayed ACKs, which is what a probe
- * must wait for). */
-void tcp_rtt_sample(const struct ctx *c, struct tcp_conn *conn, seq_t ack)
-{
-	int64_t r;
-
-	if (!conn->rtt_start_us || seq_lt(ack, conn->rtt_seq))
-		return;
-	r = tcp_now_us(c) - conn->rtt_start_us;
-	conn->rtt_start_us = 0;
-	r = MIN(MAX(r, 1), (int64_t)TCP_RTO_MAX_MS * 1000);
-	conn->srtt_us = conn->srtt_us ? conn->srtt_us - conn->srtt_us / 8 +
-					(uint32_t)r / 8
-				      : (uint32_t)r;
-}
-
 /* tcp_early_rexmit() - a duplicate ACK outside a recovery: RFC 5827's
  * early retransmit (the SACK variant, section 3.2) resends the segment
  * at the ACK once the scoreboard shows all of a flight of fewer than
@@ -1086,4 +1046,13 @@ bool tcp_probe_or_rto(struct ctx *c, struct flow *fl)
 	}
 	tcp_timer_set(c, conn, rto);
 	return true;
+}
+
+/* tcp_reset_both() - give up on a connection: RST to the guest, and the
+ * socket aborted (RST to the peer, no TIME_WAIT). */
+void tcp_reset_both(struct ctx *c, struct flow *fl)
+{
+	tcp_send_flags(c, fl, TCP_F_RST | TCP_F_ACK);
+	c->tcp.st.rst_to_guest++;
+	tcp_conn_close(c, fl, true);
 }

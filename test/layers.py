@@ -36,8 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 # Bounds (the ratchet). Before issue 19 (a86fa38): a 27-file circle, 3
 # upward includes besides ferry.h's; ferry.h includes 12 module
-# headers, 9 above floor 0 (isolate.h since 8628554).
-MAX_CIRCLE = 6
+# headers, 9 above floor 0 (isolate.h since 8628554). The six TCP
+# files' circle went with tcp_conn.c (issue 19 item 4).
+MAX_CIRCLE = 3
 MAX_UP_INCLUDES = 1
 MAX_CTX_HEADERS = 9
 
