@@ -158,7 +158,7 @@ struct tcp_conn {
 
 	int64_t timer_ms;		/* deadline on the tcp clock, 0: none */
 	int64_t wnd_poll_ms;		/* measure the window to the guest
-					 * again (tcp.c tcp_wnd_poll()), 0:
+					 * again (tcp_tx.c tcp_wnd_poll()), 0:
 					 * not due */
 	uint8_t wnd_poll_shift;		/* ... TCP_WND_POLL_MS doubled this
 					 * many times since the last success */
@@ -174,7 +174,7 @@ struct tcp_conn {
 					 * queue keeps nothing beyond it */
 	uint8_t ack_state;		/* enum tcp_ack_state */
 	uint32_t wnd_base;		/* window level, from the last
-					 * measurement (tcp.c tcp_wnd_set()) */
+					 * measurement (tcp_tx.c tcp_wnd_set()) */
 	uint32_t wnd_written;		/* bytes written to the socket since */
 	bool sock_sent;			/* every byte in the socket was sent
 					 * to the guest, as of the last read
@@ -227,7 +227,7 @@ enum tcp_tlp_state {
 };
 
 /* An ACK for guest data written to the socket may wait a little for host
- * data going the other way to carry it (tcp.c, tcp_delack()). */
+ * data going the other way to carry it (tcp_timer.c, tcp_delack()). */
 enum tcp_ack_state {
 	TCP_ACK_NONE = 0,	/* our last segment acknowledged everything */
 	TCP_ACK_DUE,		/* new guest data to acknowledge */
@@ -361,11 +361,6 @@ bool tcp_keepalive(struct ctx *c, struct flow *fl, int64_t now,
  * ends the connection) after keepalive probes: they are answered. */
 void tcp_keepalive_heard(struct ctx *c, struct tcp_conn *conn, bool rst);
 
-/* tcp.c */
-/* tcp_wnd_quantize() - w rounded down to its four most significant bits:
- * the levels of the window to the guest (tcp.c). */
-uint32_t tcp_wnd_quantize(uint32_t w);
-
 /* tcp_tx.c */
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);
 void tcp_rst_reply(struct ctx *c, const struct pkt *p);
@@ -379,6 +374,27 @@ void tcp_reply(struct ctx *c, const struct pkt *p, uint32_t seq, uint32_t ack,
 /* tcp_reset_both() - give up on a connection: RST to the guest, the
  * socket aborted, the flow freed (tcp_tx.c). */
 void tcp_reset_both(struct ctx *c, struct flow *fl);
+/* tcp_sock_dead() - where the flow may be freed: after a hard socket
+ * error (tcp_sock_failed()) an RST to the guest and the flow gone.
+ * Returns true when the flow was freed. */
+bool tcp_sock_dead(struct ctx *c, struct flow *fl);
+/* tcp.c */
+/* tcp_wnd_quantize() - w rounded down to its four most significant bits:
+ * the levels of the window to the guest. */
+uint32_t tcp_wnd_quantize(uint32_t w);
+/* tcp_wnd_refresh() - the window offered to the guest measured again
+ * (SO_MEMINFO); true when it grew from low: the guest should hear. */
+bool tcp_wnd_refresh(struct ctx *c, struct flow *fl);
+/* tcp_wnd_first() - the window of a just-connected socket (SYN-ACK). */
+void tcp_wnd_first(struct ctx *c, struct flow *fl);
+/* tcp_wnd_update() - the window at the end of an input batch, measured
+ * again only when due; tcp_wnd_refresh()'s answer, or false. */
+bool tcp_wnd_update(struct ctx *c, struct flow *fl);
+/* tcp_wnd_poll_arm() - after EPOLLOUT: poll the window while it is
+ * short of a segment. */
+void tcp_wnd_poll_arm(struct ctx *c, struct flow *fl);
+/* tcp_wnd_poll() - the window poll's step ran out (timer scan). */
+void tcp_wnd_poll(struct ctx *c, struct flow *fl);
 void tcp_data_to_guest(struct ctx *c, struct flow *fl);
 void tcp_consume(struct ctx *c, struct flow *fl);
 /* tcp_consume_lazy() - tcp_consume(), unless the acknowledged bytes are
@@ -393,19 +409,17 @@ void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale);
  * nothing to consume: tcp_clamp_update() only when the guest's window
  * changed since the clamp was last computed (or none is set yet). */
 void tcp_clamp_refresh(struct ctx *c, struct flow *fl);
+/* tcp_rewind_seq() - seq_to_guest back to to, the peek offset along,
+ * what was sent before remembered (the rewinds' common step). */
+void tcp_rewind_seq(struct ctx *c, struct flow *fl, seq_t to);
 /* tcp_rewind() - resend from the guest's cumulative ACK; fast: after
  * three duplicate ACKs (else a timeout), see tcp_sack.c. */
 void tcp_rewind(struct ctx *c, struct flow *fl, bool fast);
 /* tcp_rewind_to() - tcp_rewind() to seq to (acked .. seq_to_guest):
  * resend from a hole the guest's SACK blocks show lost (fast). */
 void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast);
-void tcp_stuck_check(struct ctx *c, struct flow *fl);
-#ifdef FERRY_TEST
-/* tcp_test_stuck_wnd - test build only: >= 0 replaces the tcpi_rcv_wnd
- * tcp_stuck_check() reads (no kernel here sticks at zero), -1: none. */
-extern int64_t tcp_test_stuck_wnd;
-#endif
-bool tcp_probe_or_rto(struct ctx *c, struct flow *fl);
+/* tcp_tlp_ok() - whether a tail loss probe may be armed or sent now. */
+bool tcp_tlp_ok(const struct tcp_conn *conn);
 /* tcp_tlp_arm() - after new data went to the guest, or an ACK moved
  * snd_una with data still out (its RTO set): the tail loss probe's
  * timer in place of the RTO's when the probe is due first (tcp_tx.c). */
@@ -414,6 +428,18 @@ void tcp_tlp_arm(struct ctx *c, struct flow *fl);
  * whether RFC 5827's early retransmit resends now (SACK variant,
  * tcp_tx.c). */
 bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd);
+
+/* tcp_timer.c */
+/* tcp_delack() - acknowledge the guest's data just written now, or
+ * queue the ACK for TCP_DELACK_MS (tcp_timer.c). */
+void tcp_delack(struct ctx *c, struct flow *fl);
+bool tcp_probe_or_rto(struct ctx *c, struct flow *fl);
+void tcp_stuck_check(struct ctx *c, struct flow *fl);
+#ifdef FERRY_TEST
+/* tcp_test_stuck_wnd - test build only: >= 0 replaces the tcpi_rcv_wnd
+ * tcp_stuck_check() reads (no kernel here sticks at zero), -1: none. */
+extern int64_t tcp_test_stuck_wnd;
+#endif
 /* tcp_sack.c */
 struct tcp_stats;
 /* tcp_snd_max() - one past the highest sequence number sent (snd_max). */

@@ -1,6 +1,18 @@
-/* tcp_tx.c - TCP host -> guest: segments, data, window clamp.
+/* tcp_tx.c - TCP output: segments to the guest, host data, the rewind
+ * (retransmission), the window clamp, the window offered to the guest.
  *
  * Theory of operation
+ *
+ * Output sits above the connection record's helpers (tcp_conn.c) and
+ * below segment arrival, the timers (tcp_timer.c) and the dispatch: it
+ * calls nothing above it. A socket error met inside a send is only
+ * noted (tcp_sock_failed()); the caller frees the flow after the send
+ * (tcp_sock_dead()), never from inside it.
+ *
+ * The window offered to the guest (tcp_wnd_set() and its callers) is
+ * chosen here, as Linux chooses it in tcp_output.c: from the host
+ * socket's free send buffer (the design is in tcp.c's theory block, the
+ * measurements in doc/tcp.md).
  *
  * Data from the host peer stays in the host socket's receive queue until
  * the guest acknowledges it: there is no retransmission buffer in ferry.
@@ -87,6 +99,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <linux/sock_diag.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
 
@@ -109,17 +122,8 @@
 #define DISCARD_IOV	512		/* fallback: up to 32 MiB in flight */
 #define CLAMP_FLOOR_MIN	(64u << 10)
 #define TCP_READ_GUESS	(64u << 10)	/* first read after a drained one */
-#define CLAMP_OPEN	(1u << 30)	/* "no clamp" after a fallback */
 #define TCP_PEEK_COPY_MAX	2048	/* bytes a peek skips by copying them
 					 * before SO_PEEK_OFF is worth it */
-/* tcpi_rcv_wnd (Linux 6.2+) follows tcpi_snd_wnd at offset 228 of the
- * uapi struct tcp_info; libc's copy of the struct ends before both. */
-#define TCPI_RCV_WND_OFF	232
-
-#ifdef FERRY_TEST
-int64_t tcp_test_stuck_wnd = -1;
-#endif
-
 /* Write-only sink for the peek fallback: the kernel copies bytes already
  * in flight here; nothing ever reads it, so sharing it is harmless. */
 static uint8_t discard_sink[DISCARD_SIZE];
@@ -451,45 +455,6 @@ bool tcp_consume_lazy(struct ctx *c, struct flow *fl)
 	return false;
 }
 
-/* tcp_stuck_check() - a connection whose guest window re-opened but whose
- * socket still advertises zero (clamp stuck): clamping off for it and
- * the socket's window re-opened. */
-void tcp_stuck_check(struct ctx *c, struct flow *fl)
-{
-	struct tcp_conn *conn = conn_of(fl);
-	size_t off = TCPI_RCV_WND_OFF;
-	uint8_t raw[512];
-	socklen_t len = sizeof(raw);
-	uint32_t rcv_wnd, open = CLAMP_OPEN;
-	int inq = 0;
-
-	if (!(conn->flags & TCP_C_WAS_ZERO) || c->tcp.clamp_off ||
-	    (conn->flags & (TCP_C_SOCK_EOF | TCP_C_STALLED)) || !conn->clamp ||
-	    tcp_now_ms(c) - conn->last_ms < TCP_STUCK_MS)
-		return;
-	conn->flags &= (uint16_t)~TCP_C_WAS_ZERO;
-	if (ioctl(conn->sock, SIOCINQ, &inq) || inq > 0)
-		return;
-	if (getsockopt(conn->sock, IPPROTO_TCP, TCP_INFO, raw, &len) ||
-	    len < off + 4)
-		return;
-	memcpy(&rcv_wnd, raw + off, 4);
-#ifdef FERRY_TEST
-	if (tcp_test_stuck_wnd >= 0)	/* 6.18 never sticks: the unit test */
-		rcv_wnd = (uint32_t)tcp_test_stuck_wnd;
-#endif
-	if (rcv_wnd)
-		return;
-	/* An empty queue that still advertises a zero window: the clamp
-	 * misbehaves on this kernel. Stop clamping, everywhere. */
-	warn("tcp: receive window stuck at zero with an empty queue: "
-	     "TCP_WINDOW_CLAMP disabled");
-	c->tcp.clamp_off = true;
-	c->tcp.st.clamp_fallbacks++;
-	setsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &open,
-		   sizeof(open));
-}
-
 /* tcp_peek_off_to_next() - with the kernel's peek offset on
  * (TCP_C_PEEK_OFF), move it to seq_to_guest: past the bytes acknowledged
  * but not yet consumed and those up to it. True when it was set. */
@@ -507,7 +472,7 @@ static bool tcp_peek_off_to_next(struct tcp_conn *conn)
  * seq_to_guest): consume what the guest acknowledged, the peek offset
  * follows; remembers how much was sent before (late ACKs), our FIN too.
  * No RTT sample spans a resend (Karn). */
-static void tcp_rewind_seq(struct ctx *c, struct flow *fl, seq_t to)
+void tcp_rewind_seq(struct ctx *c, struct flow *fl, seq_t to)
 {
 	struct tcp_conn *conn = conn_of(fl);
 
@@ -930,7 +895,7 @@ bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd)
  * congestion window to restore). */
 
 /* tcp_tlp_ok() - whether a tail loss probe may be armed or sent now. */
-static bool tcp_tlp_ok(const struct tcp_conn *conn)
+bool tcp_tlp_ok(const struct tcp_conn *conn)
 {
 	return conn->state == TCP_CS_ESTABLISHED && conn->sock >= 0 &&
 	       (conn->flags & TCP_C_SACK) && !conn->retries &&
@@ -981,73 +946,6 @@ void tcp_tlp_arm(struct ctx *c, struct flow *fl)
 	tcp_timer_set(c, conn, pto);
 }
 
-/* tcp_tlp_send() - the probe (see above): a fast recovery over what the
- * guest SACKed, else new data, else the last segment (at most the
- * guest's MSS, our FIN with it) sent again, inside the guest's window
- * as every read is. */
-static void tcp_tlp_send(struct ctx *c, struct flow *fl)
-{
-	struct tcp_conn *conn = conn_of(fl);
-	uint32_t fin = (conn->flags & TCP_C_FIN_SENT) ? 1 : 0, len;
-	seq_t max = tcp_snd_max(conn), end;
-
-	c->tcp.st.tlp_probes++;
-	conn->tlp = TCP_TLP_SENT;
-	if (conn->nsacked || conn->sack_trunc) {
-		c->tcp.st.tlp_rewinds++;
-		tcp_rewind(c, fl, true);
-		tcp_data_to_guest(c, fl);
-		return;
-	}
-	if (!fin && conn->wnd_from_guest > (uint32_t)seq_diff(
-			max, conn->seq_acked_by_guest)) {
-		tcp_data_to_guest(c, fl);
-		if (seq_gt(tcp_snd_max(conn), max))
-			return;
-	}
-	end = seq_add(max, (uint32_t)-fin);
-	len = MIN((uint32_t)seq_diff(end, conn->seq_acked_by_guest),
-		  (uint32_t)conn->mss_to_guest);
-	tcp_rewind_seq(c, fl, seq_add(end, (uint32_t)-len));
-	tcp_data_to_guest(c, fl);
-}
-
-/* tcp_probe_or_rto() - data timer of an established connection: rewind
- * and resend what the guest has not acknowledged, or probe a zero
- * window. Returns false when the connection gave up (caller resets). */
-bool tcp_probe_or_rto(struct ctx *c, struct flow *fl)
-{
-	struct tcp_conn *conn = conn_of(fl);
-	int64_t rto, now = tcp_now_ms(c);
-
-	if (conn->tlp == TCP_TLP_ARMED && now < conn->rto_ms) {
-		rto = conn->rto_ms;
-		conn->tlp = TCP_TLP_NONE;
-		if (tcp_tlp_ok(conn))
-			tcp_tlp_send(c, fl);
-		tcp_timer_set(c, conn, rto - now);	/* where it was */
-		return true;
-	}
-	conn->tlp = TCP_TLP_NONE;
-	if (++conn->retries > TCP_DATA_RETRIES)
-		return false;
-	rto = MIN((int64_t)TCP_RTO_MS << MIN(conn->retries, 8),
-		  (int64_t)TCP_RTO_MAX_MS);
-	if (seq_lt(conn->seq_acked_by_guest, conn->seq_to_guest)) {
-		c->tcp.st.rewinds_rto++;
-		tcp_rewind(c, fl, false);
-		tcp_data_to_guest(c, fl);
-	} else if (!conn->wnd_from_guest) {
-		tcp_send_probe(c, fl);
-		conn->retries--;	/* a closed window is no failure */
-	} else {
-		conn->retries = 0;
-		return true;
-	}
-	tcp_timer_set(c, conn, rto);
-	return true;
-}
-
 /* tcp_reset_both() - give up on a connection: RST to the guest, and the
  * socket aborted (RST to the peer, no TIME_WAIT). */
 void tcp_reset_both(struct ctx *c, struct flow *fl)
@@ -1055,4 +953,246 @@ void tcp_reset_both(struct ctx *c, struct flow *fl)
 	tcp_send_flags(c, fl, TCP_F_RST | TCP_F_ACK);
 	c->tcp.st.rst_to_guest++;
 	tcp_conn_close(c, fl, true);
+}
+
+/* tcp_sock_dead() - where the flow may be freed: if a call on the socket
+ * failed hard (tcp_sock_failed()), the peer or the path is gone, so the
+ * guest gets an RST at once and the flow and its socket go. Returns true
+ * when the flow was freed. */
+bool tcp_sock_dead(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (!conn->sock_err)
+		return false;
+	debug("tcp: socket error: %s", strerror(conn->sock_err));
+	c->tcp.st.host_errors++;
+	tcp_reset_both(c, fl);
+	return true;
+}
+
+/* tcp_frame_from_guest() - the most payload one frame from the guest
+ * carries: a TSO frame's worth where the tap has TSO, else one segment. */
+static uint32_t tcp_frame_from_guest(const struct ctx *c,
+				     const struct flow *fl)
+{
+	return c->link.rx_tso ? TCP_GUEST_TSO_BYTES : tcp_mss_from_guest(c, fl);
+}
+
+/* tcp_wnd_quantize() - w rounded down to its four most significant bits
+ * (steps of 1/16 to 1/8 of it): the levels the window to the guest moves
+ * between. */
+uint32_t tcp_wnd_quantize(uint32_t w)
+{
+	unsigned int b;
+
+	if (w < 16)
+		return w;
+	b = 31u - (unsigned int)__builtin_clz(w);	/* highest bit set */
+	return w & ~((1u << (b - 3)) - 1);
+}
+
+/* tcp_wnd_held() - what is left of the window already offered: from the
+ * next byte expected to the highest right edge advertised, in whole units
+ * of our window scale. 0 when the guest reached the edge.
+ * Cut to the unit, the edge can fall short of the highest one by less
+ * than a unit (RFC 7323 appendix F: the scale's granularity against ACKs
+ * of any size); rounded up, it would creep forward by up to a unit per
+ * ACK while the window closes (130 KB over a 370 KB window in 1460-byte
+ * segments, tcp_wnd_edge_never_retracts), a promise the socket's buffer
+ * may not keep: a write it refuses costs the guest a retransmission. */
+static uint32_t tcp_wnd_held(const struct tcp_conn *conn)
+{
+	int32_t d = seq_diff(conn->wnd_edge, conn->seq_from_guest);
+
+	if (d <= 0)
+		return 0;
+	return (uint32_t)d & ~((1u << conn->ws_to_guest) - 1);
+}
+
+/* tcp_wnd_set() - the window offered to the guest for free_ bytes of
+ * free send-buffer space (conn->sndbuf set). The measurement m (3/4 of
+ * free_, capped) sets a level (wnd_base): a step of tcp_wnd_quantize(),
+ * kept while m stays within 1/16 below it and under the next step above,
+ * so that a bulk sender sees the same window on every ACK (the right edge
+ * moves with the ACK; the guest's header prediction, Linux's
+ * tcp_rcv_established() fast path, takes only ACKs whose window field is
+ * unchanged). A low m is taken as it is. The window offered is the level,
+ * or what is left of the right edge already advertised when that is
+ * more: the edge does not move back (RFC 9293 3.8.6; by less than a unit
+ * of the scale, tcp_wnd_held()); a lower level closes the window as the
+ * guest fills it. Returns true
+ * when the window grew from a low value, i.e. the guest should hear about
+ * it now. */
+static bool tcp_wnd_set(struct ctx *c, struct flow *fl, uint32_t free_)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t old = conn->wnd_to_guest, cap, low, m;
+	bool was_low = conn->flags & TCP_C_WND_LOW;
+
+	/* A tap device drops frames beyond its queue (500): keep a window's
+	 * worth of the guest's frames well inside it. */
+	cap = MIN(65535u << TCP_WS_TO_GUEST,
+		  (uint32_t)TCP_WND_SEGS * tcp_frame_from_guest(c, fl));
+	/* Whatever the guest sends inside the window fits the out-of-order
+	 * queue's per-connection limit. */
+	cap = MIN(cap, TCP_OOO_CONN_BYTES);
+	if (!conn->ws_to_guest)
+		cap = MIN(cap, 65535u);
+	/* Queued memory counts skb overhead: offer 3/4 of it as payload. */
+	m = MIN(free_ / 4 * 3, cap);
+	/* Low: the socket's free space, not a cap, holds the window down
+	 * (at MTU 1500 without TSO the 256-segment cap, 373 KB, sits below
+	 * a quarter of a 4 MiB send buffer: that is not a full socket, and
+	 * it must not cost an SO_MEMINFO per batch and EPOLLOUT for good). */
+	low = MIN(MAX(conn->sndbuf / 4, 2u * conn->mss_to_guest), cap);
+	if (m < low)
+		conn->wnd_base = m;
+	else if (m < conn->wnd_base - conn->wnd_base / 16 ||
+		 tcp_wnd_quantize(m) > conn->wnd_base)
+		conn->wnd_base = tcp_wnd_quantize(m);
+	conn->wnd_written = 0;
+	conn->wnd_to_guest = MAX(conn->wnd_base, tcp_wnd_held(conn));
+	if (m < low)
+		conn->flags |= TCP_C_WND_LOW | TCP_C_WANT_OUT;
+	else
+		conn->flags &= (uint16_t)~(TCP_C_WND_LOW | TCP_C_WANT_OUT);
+	return was_low && conn->wnd_to_guest > old;
+}
+
+/* tcp_wnd_refresh() - recompute the window offered to the guest from the
+ * socket's free send-buffer space (SO_MEMINFO). Returns tcp_wnd_set()'s
+ * answer. */
+bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+	socklen_t len = sizeof(mi);
+	uint32_t free_ = 0;
+
+	if (conn->flags & TCP_C_SHUT_WR) {
+		conn->wnd_to_guest = 0;
+		return false;
+	}
+	if (!getsockopt(conn->sock, SOL_SOCKET, SO_MEMINFO, mi, &len) &&
+	    len >= sizeof(uint32_t) * (SK_MEMINFO_WMEM_QUEUED + 1)) {
+		conn->sndbuf = mi[SK_MEMINFO_SNDBUF];
+		if (mi[SK_MEMINFO_SNDBUF] > mi[SK_MEMINFO_WMEM_QUEUED])
+			free_ = mi[SK_MEMINFO_SNDBUF] -
+				mi[SK_MEMINFO_WMEM_QUEUED];
+	}
+	return tcp_wnd_set(c, fl, free_);
+}
+
+/* tcp_wnd_first() - the window of a just-connected socket, for the
+ * SYN-ACK and the first batches: its send buffer is empty, and its size
+ * (the kernel sizes it from the path's MSS when the connection is
+ * established) is the one the last connection with the same MSS measured:
+ * no SO_MEMINFO per connection. The guess only has to be close: the
+ * window is measured again once the guest filled an eighth of it
+ * (tcp_wnd_update()), and a write the socket refuses is not acknowledged
+ * (the guest retransmits). */
+void tcp_wnd_first(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	struct tcp_state *ts = &c->tcp;
+
+	if (!ts->sndbuf_first || ts->sndbuf_first_mss != conn->mss_host) {
+		tcp_wnd_refresh(c, fl);
+		ts->sndbuf_first = conn->sndbuf;
+		ts->sndbuf_first_mss = conn->mss_host;
+		return;
+	}
+	conn->sndbuf = ts->sndbuf_first;
+	tcp_wnd_set(c, fl, ts->sndbuf_first);
+}
+
+/* tcp_wnd_update() - the window to the guest at the end of a batch, from
+ * the last measurement where that is close enough: while the guest has
+ * sent less than an eighth of the level measured last, the level stays
+ * (tcp_wnd_set()): the real free space is at most that eighth below the
+ * measurement, well inside the quarter of it never offered; no
+ * SO_MEMINFO per request. Measured again after an eighth, and always
+ * while the window is low. Returns tcp_wnd_refresh()'s answer, or false. */
+bool tcp_wnd_update(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if ((conn->flags & (TCP_C_WND_LOW | TCP_C_SHUT_WR)) ||
+	    conn->wnd_written >= conn->wnd_base / 8)
+		return tcp_wnd_refresh(c, fl);
+	conn->wnd_to_guest = MAX(conn->wnd_base, tcp_wnd_held(conn));
+	return false;
+}
+
+/* Window short of a segment. The kernel reports room in a send buffer
+ * (EPOLLOUT) once a third of it is free, and after that only when a write
+ * was refused or a poll found no room (SOCK_NOSPACE): ferry's writes are
+ * never refused, the window keeps them inside the buffer. Where the buffer
+ * is smaller than four of the guest's segments (a small tcp_wmem, or one
+ * the kernel cut under memory pressure), 3/4 of that third is less than a
+ * segment: the window measured at EPOLLOUT can hold less than one, and a
+ * sender that filled its window sends no part of a segment into it (RFC
+ * 9293 3.8.6.2.1, Linux tcp_snd_wnd_test()); it waits for its persist
+ * timer, 200 ms at least and doubled per probe (measured: 256 MiB with
+ * tcp_wmem max 128 KiB stopped 0.2 s about 25 times). So from such an
+ * EPOLLOUT on, ferry measures again on a timer until a segment fits and
+ * then tells the guest: TCP_WND_POLL_MS, doubled per miss up to
+ * TCP_WND_POLL_MAX_MS (a host peer that stopped reading costs one
+ * SO_MEMINFO per 64 ms). */
+
+/* tcp_wnd_short() - whether the window offered leaves the guest less than
+ * one of its segments while an emptier send buffer could offer one. */
+static bool tcp_wnd_short(const struct ctx *c, struct flow *fl)
+{
+	const struct tcp_conn *conn = conn_of(fl);
+	uint32_t seg = tcp_mss_from_guest(c, fl);
+
+	return conn->wnd_to_guest < seg && conn->sndbuf / 4 * 3 >= seg &&
+	       !(conn->flags & (TCP_C_SHUT_WR | TCP_C_GUEST_FIN));
+}
+
+/* tcp_wnd_poll_arm() - after EPOLLOUT: while the window is short of a
+ * segment, measure it again after the current poll step; else end the
+ * polling (the next short window starts from the first step). */
+void tcp_wnd_poll_arm(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (!tcp_wnd_short(c, fl)) {
+		conn->wnd_poll_ms = 0;
+		conn->wnd_poll_shift = 0;
+		return;
+	}
+	conn->wnd_poll_ms = tcp_scan_in(c, MIN(TCP_WND_POLL_MS <<
+						   conn->wnd_poll_shift,
+						   TCP_WND_POLL_MAX_MS));
+}
+
+/* tcp_wnd_poll() - the poll step ran out: measure the send buffer again;
+ * when a segment fits and the right edge moves, send the window update,
+ * else wait one step longer. */
+void tcp_wnd_poll(struct ctx *c, struct flow *fl)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	conn->wnd_poll_ms = 0;
+	if (conn->state != TCP_CS_ESTABLISHED || !tcp_wnd_short(c, fl)) {
+		conn->wnd_poll_shift = 0;
+		return;
+	}
+	c->tcp.st.wnd_polls++;
+	tcp_wnd_refresh(c, fl);
+	if (!tcp_wnd_short(c, fl)) {
+		if (seq_gt(seq_add(conn->seq_from_guest, conn->wnd_to_guest),
+			   conn->wnd_edge)) {
+			c->tcp.st.wnd_poll_updates++;
+			tcp_send_flags(c, fl, TCP_F_ACK);
+		}
+		conn->wnd_poll_shift = 0;
+		return;
+	}
+	if (TCP_WND_POLL_MS << conn->wnd_poll_shift < TCP_WND_POLL_MAX_MS)
+		conn->wnd_poll_shift++;
+	tcp_wnd_poll_arm(c, fl);
 }

@@ -944,7 +944,7 @@ TEST(tcp_ooo_short_write_waits_for_room)
 
 /* A delayed ACK's timer fires before the retransmission timer: the scan
  * is not due, tcp_timer() returns without asking for it again, and the
- * retransmission never happens (tcp.c tcp_timer(), early return). */
+ * retransmission never happens (tcp_timer.c tcp_timer(), early return). */
 TEST(tcp_review_delack_keeps_rto)
 {
 	struct ctx *c = tcp_test_ctx();

@@ -682,7 +682,7 @@ TEST(tcp_conn_first_batch_reads_nothing)
 	tcp_test_free(c);
 }
 
-/* The stuck-window detector (tcp_tx.c tcp_stuck_check()): a second after
+/* The stuck-window detector (tcp_timer.c tcp_stuck_check()): a second after
  * a zero window, an empty socket that still advertises a window is left
  * alone; one whose tcpi_rcv_wnd reads zero (no kernel here does that, so
  * the test build's hook plays it) switches clamping off for good and
