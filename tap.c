@@ -247,7 +247,7 @@ void tap_handler(struct ctx *c, uint32_t events)
 		/* The round's ACKs (and the data they let out) go now: the
 		 * guest sends on while we read the next round. Only ACKs
 		 * well inside the window wait for the next round's
-		 * (rx->next_round, tcp.c tcp_ack_carry()). */
+		 * (rx->next_round, tcp_in.c tcp_ack_carry()). */
 		tap_flush(c);
 		if (n <= 0 || !rx->more || rx->want == 1)
 			break;

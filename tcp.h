@@ -14,10 +14,10 @@ struct pkt;
 struct tcp_ooo_pool;
 
 /* Guest payload slices waiting for the end-of-batch sendmsg(): at most
- * one per frame of an input batch (RX_FRAMES_MAX, checked in tcp.c). */
+ * one per frame of an input batch (RX_FRAMES_MAX, checked in tcp_in.c). */
 #define TCP_PEND_MAX	256
 /* Connections with end-of-batch work: one per frame of a batch plus
- * those whose ACK waits for the next read round (tcp.c, tcp_ack_carry();
+ * those whose ACK waits for the next read round (tcp_in.c, tcp_ack_carry();
  * at most TCP_DIRTY_MAX - RX_FRAMES_MAX of them). */
 #define TCP_DIRTY_MAX	512
 #define TCP_DELACK_MAX	512	/* delayed ACKs waiting; full: ACK at once */
@@ -45,7 +45,7 @@ struct tcp_stats {
 	uint64_t chacks;		/* ACKs answering an RST or SYN that
 					 * does not fit the connection, or a
 					 * segment outside the window (RFC 5961;
-					 * tcp.c tcp_chack()) */
+					 * tcp_in.c tcp_chack()) */
 	uint64_t chacks_limited;	/* ... not sent: over the limit */
 	uint64_t rewinds_dupack, rewinds_rto;
 	uint64_t sack_rewinds;		/* resends from a hole found lost in a

@@ -1,6 +1,8 @@
 /* tcp_conn.h - the TCP connection record and sequence-number arithmetic,
- * shared by tcp.c (lifecycle, guest->host), tcp_tx.c (host->guest, window
- * and clamp) and the unit tests.
+ * shared by every TCP file (tcp.c dispatch, tcp_in.c segment arrival,
+ * tcp_tx.c output, tcp_timer.c timers, tcp_conn.c the record's helpers,
+ * the forwarders, guards and leaves) and the unit tests; the functions
+ * each file offers the others are declared here, grouped by file.
  *
  * A connection lives in the private area of a FLOW_TCP flow. The guest
  * side key (flow.h) holds the addresses and ports as the guest's frames
@@ -133,7 +135,7 @@ struct tcp_conn {
 	seq_t snd_wl1;			/* the guest's SEG.SEQ and SEG.ACK of */
 	seq_t snd_wl2;			/* the segment whose window was taken
 					 * last (RFC 9293 SND.WL1, SND.WL2;
-					 * tcp.c tcp_wnd_from_seg()) */
+					 * tcp_in.c tcp_wnd_from_seg()) */
 	uint32_t consume;		/* acked bytes still in the socket */
 	uint32_t clamp;			/* TCP_WINDOW_CLAMP last set, 0: none */
 	uint32_t clamp_wnd;		/* wnd_from_guest the clamp was last
@@ -143,7 +145,7 @@ struct tcp_conn {
 	int64_t chack_ms;		/* challenge ACKs (RFC 5961): the
 					 * current limit period began here */
 	uint8_t chack_n;		/* ... and this many went in it
-					 * (tcp.c tcp_chack()) */
+					 * (tcp_in.c tcp_chack()) */
 
 	/* guest -> host (the guest's sequence space) */
 	seq_t seq_from_guest;		/* next byte expected (all before it
@@ -166,7 +168,7 @@ struct tcp_conn {
 	int64_t ka_ms;			/* SO_KEEPALIVE due (tcp_timer()), 0:
 					 * set (or inherited from a listener) */
 
-	/* Our ACKs to the guest (delayed ACK, tcp.c) */
+	/* Our ACKs to the guest (delayed ACK, tcp_in.c, tcp_timer.c) */
 	seq_t ack_sent;			/* ACK field of our last segment */
 	uint32_t wnd_sent;		/* window (bytes) of our last segment */
 	seq_t wnd_edge;			/* highest right edge we advertised
@@ -180,7 +182,7 @@ struct tcp_conn {
 					 * to the guest, as of the last read
 					 * (new data wakes us: EPOLLET) */
 	bool peek_behind;		/* an ACK skipped seq_to_guest ahead
-					 * (tcp.c): the kernel's peek offset
+					 * (tcp_in.c): the kernel's peek offset
 					 * is right only once consumed */
 	bool read_drained;		/* the last read left nothing unsent:
 					 * the next one guesses, no SIOCINQ
@@ -378,7 +380,6 @@ void tcp_reset_both(struct ctx *c, struct flow *fl);
  * error (tcp_sock_failed()) an RST to the guest and the flow gone.
  * Returns true when the flow was freed. */
 bool tcp_sock_dead(struct ctx *c, struct flow *fl);
-/* tcp.c */
 /* tcp_wnd_quantize() - w rounded down to its four most significant bits:
  * the levels of the window to the guest. */
 uint32_t tcp_wnd_quantize(uint32_t w);
@@ -424,10 +425,6 @@ bool tcp_tlp_ok(const struct tcp_conn *conn);
  * snd_una with data still out (its RTO set): the tail loss probe's
  * timer in place of the RTO's when the probe is due first (tcp_tx.c). */
 void tcp_tlp_arm(struct ctx *c, struct flow *fl);
-/* tcp_early_rexmit() - a duplicate ACK (window wnd) outside a recovery:
- * whether RFC 5827's early retransmit resends now (SACK variant,
- * tcp_tx.c). */
-bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd);
 
 /* tcp_timer.c */
 /* tcp_delack() - acknowledge the guest's data just written now, or
@@ -440,6 +437,25 @@ void tcp_stuck_check(struct ctx *c, struct flow *fl);
  * tcp_stuck_check() reads (no kernel here sticks at zero), -1: none. */
 extern int64_t tcp_test_stuck_wnd;
 #endif
+
+/* tcp_in.c */
+/* tcp_conn_input() - a guest segment for the existing connection fl
+ * (RFC 9293 3.10.7.4's order). Returns the drop reason. */
+enum drop_reason tcp_conn_input(struct ctx *c, struct flow *fl,
+				const struct pkt *p);
+/* tcp_flush_pending() - write the batch's in-order guest payload and the
+ * queued run it reaches; acknowledge only what the socket took. */
+void tcp_flush_pending(struct ctx *c, struct flow *fl);
+/* tcp_fin_to_host() - the guest's FIN to the host (shutdown(SHUT_WR))
+ * once every byte before it is written. */
+void tcp_fin_to_host(struct ctx *c, struct flow *fl);
+/* tcp_conn_finished() - both directions through: the flow closed (and
+ * remembered, tcp_tw.c). Returns true if the flow is gone. */
+bool tcp_conn_finished(struct ctx *c, struct flow *fl);
+/* tcp_early_rexmit() - a duplicate ACK (window wnd) outside a recovery:
+ * whether RFC 5827's early retransmit resends now (SACK variant,
+ * tcp_tx.c). */
+bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd);
 /* tcp_sack.c */
 struct tcp_stats;
 /* tcp_snd_max() - one past the highest sequence number sent (snd_max). */

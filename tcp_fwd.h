@@ -83,7 +83,7 @@ void tcp_fwd_timer(struct ctx *c);
 /* tcp_fwd_synack() - the guest's answer to our SYN on a forwarded
  * connection (state TCP_CS_SYN_TO_GUEST; not an RST). Returns true
  * when the connection is established and the segment's processing goes
- * on (its SYN makes tcp.c acknowledge it); else sets *r, having answered
+ * on (its SYN makes tcp_in.c acknowledge it); else sets *r, having answered
  * a segment whose ACK is not ISS + 1 with an RST (RFC 9293 3.10.7.3). */
 bool tcp_fwd_synack(struct ctx *c, struct flow *fl, const struct pkt *p,
 		    enum drop_reason *r);

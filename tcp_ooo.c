@@ -2,7 +2,7 @@
  *
  * Theory of operation
  *
- * tcp.c writes the guest's in-order bytes to the host socket and
+ * tcp_in.c writes the guest's in-order bytes to the host socket and
  * acknowledges only what the socket accepted. A segment that arrives
  * beyond a hole (the guest's earlier segment was lost or reordered) is
  * kept here instead of being dropped, so the guest only has to resend
@@ -12,7 +12,7 @@
  * Memory is one pool, allocated at start-up (mmap, touched lazily) and
  * never grown: TCP_OOO_POOL_BLKS blocks of TCP_OOO_BLK bytes, shared by
  * at most TCP_OOO_SLOTS connections, each limited to TCP_OOO_CONN_BLKS
- * blocks (tcp.c never offers a connection a window larger than
+ * blocks (tcp_tx.c never offers a connection a window larger than
  * TCP_OOO_CONN_BYTES, so a guest that stays inside its window never meets
  * that limit). When the pool, the slots or a limit run out, the new
  * segment is dropped whole (the caller counts the drop reason). Queued
@@ -41,7 +41,7 @@
  * or lose their front), so the blocks to free when the stream advances
  * are those before the first remaining range.
  *
- * When the hole fills, tcp.c asks for the run that continues its stream
+ * When the hole fills, tcp_in.c asks for the run that continues its stream
  * (tcp_ooo_run(): iovecs straight into the blocks, physically adjacent
  * blocks joined) and writes it with the same sendmsg() as the batch's
  * in-order payload; tcp_ooo_advance() then frees what the socket took.

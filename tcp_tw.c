@@ -4,7 +4,7 @@
  * Theory of operation
  *
  * A connection's flow is freed as soon as both directions are through
- * (tcp.c, tcp_conn_finished()). Segments of the guest's can still come:
+ * (tcp_in.c, tcp_conn_finished()). Segments of the guest's can still come:
  * its FIN again when our ACK of it was lost (the guest sits in LAST-ACK,
  * and an RST there reaches its application as ECONNRESET on a connection
  * that closed cleanly), its data again when the ACK of its last bytes

@@ -850,31 +850,6 @@ void tcp_data_to_guest(struct ctx *c, struct flow *fl)
 		tcp_tlp_arm(c, fl);
 }
 
-/* tcp_early_rexmit() - a duplicate ACK outside a recovery: RFC 5827's
- * early retransmit (the SACK variant, section 3.2) resends the segment
- * at the ACK once the scoreboard shows all of a flight of fewer than
- * four segments SACKed but that one (tcp_sack_er()), when no new data
- * can go out to draw more duplicates: our FIN is sent, the guest's
- * window wnd (this duplicate's, taken after it) is full, or the socket
- * holds nothing unsent (one SIOCINQ, on this path only). Needs SACK:
- * without it a duplicate ACK cannot be told from the answer to a
- * duplicate segment. */
-bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd)
-{
-	uint32_t out = (uint32_t)seq_diff(conn->seq_to_guest,
-					  conn->seq_acked_by_guest);
-	int inq = 0;
-
-	if (!(conn->flags & TCP_C_SACK) || conn->rewound ||
-	    !tcp_sack_er(conn))
-		return false;
-	if ((conn->flags & TCP_C_FIN_SENT) || wnd <= out)
-		return true;
-	if (ioctl(conn->sock, SIOCINQ, &inq) || inq < 0)
-		return false;
-	return (uint32_t)inq <= conn->consume + out;
-}
-
 /* The tail loss probe (RFC 8985 section 7). A flight whose tail is lost
  * draws no duplicate ACK, and a lost flight of one to three segments
  * cannot draw three: both waited for the 200 ms RTO. With data out and

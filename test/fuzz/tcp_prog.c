@@ -678,7 +678,7 @@ static uint16_t tp_wnd_field(const struct tp *t)
 }
 
 /* tp_took_ack() - the model of ferry taking the ACK field ack with
- * window field w of the guest's segment at seq (tcp.c tcp_conn_input(),
+ * window field w of the guest's segment at seq (tcp_in.c tcp_conn_input(),
  * tcp_ack_input(): established, ACK, no SYN, no RST, not starting beyond
  * the right edge ferry advertised, between SND.UNA and what was sent,
  * RFC 9293 3.10.7.4): una and the right edge move with it (the edge back

@@ -1015,7 +1015,7 @@ TEST(tcp_delack_stale_entry_leaves_next_request)
 }
 
 /* A small write's ACK is queued; a full segment follows before the delay
- * ran out: it must be acknowledged at once (tcp.c tcp_delack() returns
+ * ran out: it must be acknowledged at once (tcp_timer.c tcp_delack() returns
  * early for TCP_ACK_QUEUED before looking at the amount). */
 TEST(tcp_review_delack_full_segment_after_small)
 {
@@ -1039,7 +1039,7 @@ TEST(tcp_review_delack_full_segment_after_small)
 /* The guest acknowledges everything with a zero window while the host
  * has more: ferry must probe the window (RFC 9293 3.8.6.1), or a lost
  * window update stalls the connection for good. No timer is armed when
- * nothing is in flight (tcp.c tcp_ack_input(), tcp_tx.c
+ * nothing is in flight (tcp_in.c tcp_ack_input(), tcp_tx.c
  * tcp_data_to_guest()). */
 TEST(tcp_review_zero_window_probed)
 {
