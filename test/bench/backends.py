@@ -17,6 +17,8 @@ host namespace (test/sandbox.sh) at a given MTU, plus:
   pasta        the same command line with Debian's pasta (plus --runas 0:
                as root pasta would switch to nobody and then fail to set up
                the namespace in the sandbox).
+  ferry-base   the same with another ferry build (FERRY_BASE_BIN), for an
+               A/B on every row in one run.
   pasta-trixie the same with Debian trixie's pasta (2025-05), unpacked by
                test/bench/peers.sh and run through trixie's own loader.
   slirp4netns  `slirp4netns --configure --mtu MTU --enable-ipv6 PID tap0`
@@ -210,6 +212,12 @@ class Ferry(Backend):
         self.proc = procs.start(self.argv() + ["--", "sleep", "infinity"], log=self.log)
         self.gpid = self._find_guest(self.proc.pid)
         self._wait_net()
+
+
+class FerryBase(Ferry):
+    """Another ferry build beside the one under test (FERRY_BASE_BIN):
+    an A/B in the same run, every row."""
+    name = "ferry-base"
 
 
 class Pasta(Ferry):

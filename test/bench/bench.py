@@ -28,6 +28,8 @@ default 1, 0 in quick mode), BENCH_VM_TOOLS (default
 ferry,passt,passt-trixie),
 BENCH_ONLY (regex on path ids), FERRY_BIN, BENCH_OUT (default build/bench),
 BENCH_FLOWS (the 10k-flow row's N, default 10000, lowered to the fd limit),
+FERRY_BASE_BIN (another ferry build, column "ferry-base" in every row: an
+A/B in one run; run.sh sets it from BENCH_BASE=REV),
 BENCH_PUBLISH=1/0 (write doc/bench.svg, doc/bench.md's results and
 README.md's chart caption; default: only after a full run).
 `bench.py --render build/bench/results.json` re-makes the table, chart
@@ -51,6 +53,15 @@ import vm  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NS_TOOLS = ("veth", "ferry", "pasta", "pasta-trixie", "slirp4netns")
 VM_TOOLS = ("ferry", "passt", "passt-trixie")
+
+
+def with_base(tools, base):
+    """The tool list with "ferry-base" after "ferry" when a base build is
+    given (FERRY_BASE_BIN)."""
+    if not base:
+        return tools
+    i = tools.index("ferry") + 1
+    return tools[:i] + ("ferry-base",) + tools[i:]
 
 
 class Path:
@@ -119,8 +130,10 @@ class Bench:
         self.quick = quick
         self.n = int(os.environ.get("BENCH_RUNS", "1" if quick else "3"))
         self.secs = int(os.environ.get("BENCH_TIME", "2"))
-        self.tools = os.environ.get("BENCH_TOOLS", ",".join(NS_TOOLS)).split(",")
-        self.vm_tools = os.environ.get("BENCH_VM_TOOLS", ",".join(VM_TOOLS)).split(",")
+        self.base = os.environ.get("FERRY_BASE_BIN")	# an A/B build, or None
+        ns_tools, vm_tools = with_base(NS_TOOLS, self.base), with_base(VM_TOOLS, self.base)
+        self.tools = os.environ.get("BENCH_TOOLS", ",".join(ns_tools)).split(",")
+        self.vm_tools = os.environ.get("BENCH_VM_TOOLS", ",".join(vm_tools)).split(",")
         only = os.environ.get("BENCH_ONLY")
         self.vm = os.environ.get("BENCH_VM", "0" if quick else "1") == "1"
         self.rows = [r for r in plan(quick, self.vm, self.vm_tools)
@@ -152,6 +165,8 @@ class Bench:
             return backends.Veth(mtu, self.work)
         if tool == "ferry":
             return backends.Ferry(mtu, self.work, self.ferry)
+        if tool == "ferry-base":
+            return backends.FerryBase(mtu, self.work, self.base)
         if tool == "pasta":
             return backends.Pasta(mtu, self.work)
         if tool == "pasta-trixie":
@@ -308,7 +323,9 @@ class Bench:
         why = os.environ.get("BENCH_VM_ERROR") or self.servers.ensure("iperf3")
         opts = ["-f", "-1", "-t", "none", "-u", "none"]
         passt = ["--runas", "0"] + opts
-        argvs = {"ferry": [self.ferry, "vm"] + opts, "passt": ["passt"] + passt,
+        argvs = {"ferry": [self.ferry, "vm"] + opts,
+                 "ferry-base": [self.base or "ferry-base", "vm"] + opts,
+                 "passt": ["passt"] + passt,
                  "passt-trixie": [os.path.join(backends.TRIXIE_BIN, "passt")] + passt}
         for vu in (False, True):
             vrows = [r for r in rows if r.args.get("vu", False) == vu]
@@ -317,7 +334,8 @@ class Bench:
                     continue
                 err = why or backends.available(tool)
                 if vu and not err:
-                    err = None if vm.has_vhost_user(argv[:2 if tool == "ferry" else 1]) else (
+                    err = None if vm.has_vhost_user(
+                        argv[:2 if tool.startswith("ferry") else 1]) else (
                         f"this {tool} has no --vhost-user")
                     argv = argv + ["--vhost-user"]
                 self.vm_tool(vrows, tool + ("-vu" if vu else ""), tool, argv, err,

@@ -12,7 +12,7 @@ zero are measured values whenever a row has one.
 """
 from xml.sax.saxutils import escape
 
-COLORS = {"veth": "#9e9e9e", "ferry": "#d9480f", "pasta": "#1c7ed6",
+COLORS = {"veth": "#9e9e9e", "ferry": "#d9480f", "ferry-base": "#f08c00", "pasta": "#1c7ed6",
           "pasta-trixie": "#15aabf", "slirp4netns": "#37b24d", "passt": "#7048e8",
           "passt-trixie": "#ae3ec9"}
 LABEL_W, BAR_W, RIGHT_W, BAR_H, GAP, TOP = 330, 520, 90, 9, 9, 108

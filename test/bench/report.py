@@ -58,6 +58,7 @@ def meta(b, elapsed):
         "runs": b.n, "seconds_per_run": b.secs, "elapsed_s": round(elapsed),
         "row_secs": getattr(b, "row_secs", {}),
         "ferry": _ver([b.ferry, "--version"]), "pasta": _pkg("passt"),
+        "ferry-base": _ver([b.base, "--version"]) if getattr(b, "base", None) else None,
         "pasta-trixie": backends.trixie_version() or "not unpacked",
         "slirp4netns": _pkg("slirp4netns"), "iperf3": _pkg("iperf3"),
         "sockperf": _pkg("sockperf"), "wrk": _pkg("wrk"), "nginx": _pkg("nginx-light"),
@@ -162,7 +163,8 @@ def table(b, summary):
         vt = vm_rows[0].tools
         pad = [""] * (len(b.tools) - len(vt))
         extra.append(["VM mode (qemu guest, TCG)", ""]
-                     + ["ferry vm" if t == "ferry" else t for t in vt]
+                     + [t.replace("ferry", "ferry vm", 1) if t.startswith("ferry") else t
+                        for t in vt]
                      + pad + ["f/passt", "f/passt stream"])
         for row in vm_rows:
             per = summary[row.id]

@@ -8,7 +8,8 @@
 # Output: a table on stdout, build/bench/results.json, results.md and
 # bench.svg; after a full run also doc/bench.svg and the results section
 # of doc/bench.md. Knobs (environment): see the top of bench.py
-# (BENCH_RUNS, BENCH_TIME, BENCH_QUICK=1, BENCH_TOOLS, BENCH_ONLY).
+# (BENCH_RUNS, BENCH_TIME, BENCH_QUICK=1, BENCH_TOOLS, BENCH_ONLY), and
+# BENCH_BASE=REV here (an A/B against that revision's ferry, every row).
 set -eu
 cd "$(dirname "$0")/../.."
 
@@ -31,6 +32,19 @@ if [ -n "$missing" ]; then
 	{ echo "bench: apt-get failed, see /tmp/ferry-bench-apt.log" >&2; exit 1; }
 fi
 make -s ferry	# up to date with the sources (cheap when it is)
+# BENCH_BASE=REV: that revision's ferry beside this one in every row
+# (column ferry-base: an A/B in one run), built once from git archive
+# into build/bench-base/REV.
+if [ -n "${BENCH_BASE:-}" ]; then
+	base=build/bench-base/$BENCH_BASE
+	if [ ! -x "$base/ferry" ]; then
+		rm -rf "$base" && mkdir -p "$base"
+		git archive "$BENCH_BASE" | tar -x -C "$base" &&
+		make -s -C "$base" ferry >/tmp/ferry-bench-base.log 2>&1 ||
+		{ echo "bench: cannot build $BENCH_BASE, see /tmp/ferry-bench-base.log" >&2; exit 1; }
+	fi
+	export FERRY_BASE_BIN=$PWD/$base/ferry
+fi
 # A current passt/pasta beside Debian 12's: trixie's, unpacked under
 # build/peers (test/bench/peers.sh; needs the network, so before the
 # sandbox). Without it its columns are n/a with this reason.

@@ -204,3 +204,14 @@ def test_flows_row_has_its_own_target_and_no_peer_verdict():
     assert line[1] == "0.90x with 9836 TCP + 9836 UDP" and line[2] == "no"
     peers = [v[k] for k in v if k.startswith("ahead of pasta")][0]
     assert peers[1] == "ahead on 1 row"
+
+
+def test_base_build_is_a_column_after_ferry():
+    """BENCH_BASE / FERRY_BASE_BIN: the A/B build sits beside ferry in
+    the namespace and VM tool lists; without it the lists are as they
+    were."""
+    import bench
+    assert bench.with_base(bench.NS_TOOLS, None) == bench.NS_TOOLS
+    ns = bench.with_base(bench.NS_TOOLS, "/tmp/ferry-base")
+    assert ns[:3] == ("veth", "ferry", "ferry-base") and len(ns) == len(bench.NS_TOOLS) + 1
+    assert bench.with_base(bench.VM_TOOLS, "/x")[:2] == ("ferry", "ferry-base")
