@@ -86,7 +86,13 @@ struct ping_flow {
 	uint16_t sock_id;		/* id the kernel uses (0: not known) */
 	union inany peer;		/* host address the socket talks to */
 	struct timespec last;		/* last request or reply */
+	uint8_t ttl;			/* TTL / hop limit the socket sends
+					 * with (PING_TTL_HOST at first) */
 };
+
+/* What a new ping socket sends with (Linux's default TTL and hop limit):
+ * echo requests that keep it cost no setsockopt(). */
+#define PING_TTL_HOST	64
 
 /* ping_of() - the private part of FLOW_PING flow fl. */
 static struct ping_flow *ping_of(struct flow *fl)
@@ -368,6 +374,9 @@ static struct flow *ping_open(struct ctx *c, const struct flow_key *k,
 	pf->guest_id = k->pa;
 	pf->peer = *dst;
 	pf->last = c->now;
+	/* a pooled socket may keep the TTL of the flow that had it last:
+	 * unknown (0), set on the first request */
+	pf->ttl = pool_of(c, v6)->on ? 0 : PING_TTL_HOST;
 	s = ping_take(c, v6);
 	sl = sockaddr_of(dst, &ss);
 	ref.idx = flow_idx(&c->flows, fl);
@@ -409,8 +418,26 @@ static void ping_note_id(struct ping_flow *pf)
 		      pf->sock_id);
 }
 
+/* ping_ttl_follow() - the guest's TTL / hop limit ttl on pf's socket
+ * (traceroute -I): one setsockopt() when it changes, none while the
+ * guest keeps the host's default. */
+static void ping_ttl_follow(struct ping_flow *pf, bool v6, uint8_t ttl)
+{
+	int v = ttl;
+
+	if (ttl == pf->ttl || !ttl)
+		return;
+	if (setsockopt(pf->sock, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+		       v6 ? IPV6_UNICAST_HOPS : IP_TTL, &v, sizeof(v))) {
+		debug("icmp: TTL %u: %s", ttl, strerror(errno));
+		return;
+	}
+	pf->ttl = ttl;
+}
+
 /* ping_send() - send the guest's echo request (header rebuilt, payload
- * as is) on the flow's socket. The kernel fills id and checksum. */
+ * as is) on the flow's socket, with the guest's TTL. The kernel fills id
+ * and checksum. */
 static enum drop_reason ping_send(struct ctx *c, struct ping_flow *pf,
 				  const struct pkt *p)
 {
@@ -423,7 +450,12 @@ static enum drop_reason ping_send(struct ctx *c, struct ping_flow *pf,
 
 	wr16(h + ICMP_OFF_ID, p->icmp.id);
 	wr16(h + ICMP_OFF_SEQ, p->icmp.seq);
-	if (sendmsg(pf->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+	ping_ttl_follow(pf, p->is_v6, p->ttl);
+	/* An error queued since the last send (a router's time exceeded,
+	 * relayed by ping_errors()) fails this one once: send again. */
+	if (sendmsg(pf->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+	    (!send_error_reported(errno) ||
+	     sendmsg(pf->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)) {
 		debug("icmp: send: %s", strerror(errno));
 		return DROP_SOCKET_ERROR;
 	}

@@ -12,19 +12,24 @@
  * as both RFCs require.
  *
  * What is translated: destination unreachable (network, host, port,
- * administratively prohibited) and fragmentation needed / packet too big,
- * also when the host stack itself reports a too-big datagram. Time
- * exceeded, parameter problems and anything else stay on the host: they
- * are about the host socket's packets (its TTL, its options), not the
- * guest's.
+ * administratively prohibited), fragmentation needed / packet too big,
+ * also when the host stack itself reports a too-big datagram, and time
+ * exceeded in transit or in reassembly: UDP and echo flows send with the
+ * guest's own TTL / hop limit (udp.c, icmp.c), so a router's time
+ * exceeded is about the guest's probe (traceroute). Parameter problems
+ * and anything else stay on the host: they are about the host socket's
+ * packets (its options), not the guest's.
  *
- * Privacy: the guest must not learn host-side addresses it could not
- * address itself. An error reported by the destination host appears to
+ * Source address: an error reported by the destination host appears to
  * come from the remote address the guest addressed (which may be a
- * mapped one, e.g. the gateway standing for host loopback); an error
- * reported by anyone else (a router on the host's path, the host stack)
- * appears to come from the guest's gateway. Errors are only ever produced
- * for datagrams of the guest's own flows.
+ * mapped one, e.g. the gateway standing for host loopback). One reported
+ * by a router on the host's path comes from that router's address, as it
+ * would on the host (traceroute lists the real hops; upstream relays them
+ * so since 2025-04). Host-side addresses the guest could not address
+ * itself stay hidden behind the guest's gateway: the host stack's own
+ * errors (no reporter), loopback, link-local and the host's own
+ * addresses as reporter. Errors are only ever produced for datagrams of
+ * the guest's own flows.
  */
 #include <errno.h>
 #include <time.h>
@@ -40,6 +45,9 @@
 
 /* seccomp(all): recvmsg
  *   (the socket error queue) */
+
+#define ICMP_TIME_EXCEEDED_	11	/* RFC 792 */
+#define ICMP6_TIME_EXCEEDED_	3	/* RFC 4443 */
 
 #define ICMP4_QUOTE_MAX	(576 - IP4_HLEN - ICMP_HLEN)	/* quoted bytes */
 #define ICMP6_QUOTE_MAX	(1280 - IP6_HLEN - ICMP6_HLEN)
@@ -123,6 +131,12 @@ static bool map4(const struct icmp_err *e, uint8_t *type, uint8_t *code,
 		*mtu = e->info;
 		return true;
 	}
+	if (e->origin == SO_EE_ORIGIN_ICMP && e->type == ICMP_TIME_EXCEEDED_ &&
+	    e->code <= 1) {			/* in transit, reassembly */
+		*type = ICMP_TIME_EXCEEDED_;
+		*code = e->code;
+		return true;
+	}
 	if (e->origin != SO_EE_ORIGIN_ICMP || e->type != 3)
 		return false;
 	switch (e->code) {
@@ -154,6 +168,12 @@ static bool map6(const struct icmp_err *e, uint8_t *type, uint8_t *code,
 		*mtu = e->info;
 		return true;
 	}
+	if (e->origin == SO_EE_ORIGIN_ICMP6 &&
+	    e->type == ICMP6_TIME_EXCEEDED_ && e->code <= 1) {
+		*type = ICMP6_TIME_EXCEEDED_;	/* hop limit, reassembly */
+		*code = e->code;
+		return true;
+	}
 	if (e->origin != SO_EE_ORIGIN_ICMP6 || e->type != 1)
 		return false;
 	*type = 1;				/* destination unreachable */
@@ -171,14 +191,43 @@ static bool map6(const struct icmp_err *e, uint8_t *type, uint8_t *code,
 	return true;
 }
 
-/* reporter() - the source address the guest sees on the error. */
+/* router_visible() - may the guest see router address a (of the flow's
+ * family) as an error's source? Not the host's own addresses (the guest
+ * shares them), nor loopback, link-local or unspecified ones. */
+static bool router_visible(const struct ctx *c, const union inany *a,
+			   bool v6)
+{
+	if (inany_is4(a) == v6)
+		return false;
+	if (!v6) {
+		struct in_addr a4 = a->v4m.a4;
+
+		return !in4_is_unspec(&a4) && (ntohl(a4.s_addr) >> 24) != 127 &&
+		       !in4_eq(&a4, &c->conf.ip4.host_addr) &&
+		       !in4_eq(&a4, &c->conf.ip4.addr) &&
+		       !in4_is_mcast_or_bcast(a4);
+	}
+	return !in6_is_unspec(&a->a6) && !IN6_IS_ADDR_LOOPBACK(&a->a6) &&
+	       !IN6_IS_ADDR_LINKLOCAL(&a->a6) && !in6_is_mcast(&a->a6) &&
+	       !in6_eq(&a->a6, &c->conf.ip6.host_addr) &&
+	       !in6_eq(&a->a6, &c->conf.ip6.addr);
+}
+
+/* reporter() - the source address the guest sees on the error: the
+ * remote it addressed when that reported it, a router as itself, else
+ * the gateway (see top). */
 static union inany reporter(const struct ctx *c, const struct icmp_err *e,
 			    const struct icmp_err_orig *o)
 {
+	bool v6 = !inany_is4(&o->src);
 	union inany r = o->dst;
 
 	if (e->has_offender && inany_eq(&e->offender, &o->host_dst))
 		return r;
+	if (e->has_offender && (e->origin == SO_EE_ORIGIN_ICMP ||
+				e->origin == SO_EE_ORIGIN_ICMP6) &&
+	    router_visible(c, &e->offender, v6))
+		return e->offender;
 	if (inany_is4(&o->src) && !in4_is_unspec(&c->conf.ip4.gw))
 		inany_from4(&r, c->conf.ip4.gw);
 	else if (!inany_is4(&o->src) && !in6_is_unspec(&c->conf.ip6.gw))

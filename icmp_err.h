@@ -60,11 +60,12 @@ void icmp_echo_requote(uint8_t *m, size_t len, uint16_t id,
 
 /* icmp_err_to_guest() - send the guest the ICMP (IPv4 flows) or ICMPv6
  * error matching e about datagram o, quoting o within the minimum MTU.
- * Only destination unreachable (port, host, network, prohibited) and
- * fragmentation needed / packet too big are translated, and the error
- * appears to come from an address the guest itself uses: the remote it
- * addressed when the destination reported it, else its gateway.
- * Return true if a frame was queued. */
+ * Only destination unreachable (port, host, network, prohibited),
+ * fragmentation needed / packet too big and time exceeded are
+ * translated. The error comes from the remote the guest addressed when
+ * that reported it, from the router that did when the guest may see its
+ * address, else from the guest's gateway. Return true if a frame was
+ * queued. */
 bool icmp_err_to_guest(struct ctx *c, const struct icmp_err *e,
 		       const struct icmp_err_orig *o);
 

@@ -260,6 +260,7 @@ struct flow *udp_flow_alloc(struct ctx *c, bool inbound)
 	u->pend_head = u->pend_tail = FLOW_NONE;
 	u->lru_prev = u->lru_next = FLOW_NONE;
 	u->last_ms = udp_now_ms(c);
+	u->ttl = UDP_TTL_HOST;
 	u->inbound = inbound;
 	c->udp.inbound += inbound;
 	lru_append(c, fl);
@@ -368,7 +369,10 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 	u->peer = dst;
 	u->peer_port = k->pb;
 	u->mkind = (uint8_t)mk;
-	u->ttl = p->ttl;
+	/* a group's or broadcast socket gets the guest's TTL now
+	 * (mcast_out_sock()), a unicast one on its first datagram
+	 * (udp_ttl_follow()) */
+	u->ttl = mk != MCAST_NONE ? p->ttl : UDP_TTL_HOST;
 	sl = inany_to_sa(&sa, &dst, k->pb);
 	if (mk != MCAST_NONE) {		/* unconnected: answers from anyone */
 		if (mcast_out_sock(c, fd, p->is_v6, mk, p->ttl))
@@ -440,6 +444,8 @@ static void udp_queue(struct ctx *c, struct flow *fl, const uint8_t *data,
 	}
 }
 
+static void udp_ttl_follow(struct ctx *c, struct flow *fl, uint8_t ttl);
+
 enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 {
 	union inany src, dst;
@@ -470,10 +476,7 @@ enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 			return r;
 	}
 	udp_flow_touch(c, fl);
-	if (UDP_FLOW(fl)->mkind && UDP_FLOW(fl)->ttl != p->ttl &&
-	    !mcast_out_ttl(UDP_FLOW(fl)->sock, p->is_v6, UDP_FLOW(fl)->mkind,
-			   p->ttl))
-		UDP_FLOW(fl)->ttl = p->ttl;
+	udp_ttl_follow(c, fl, p->ttl);
 	if (p->gso == PKT_GSO_UDP && p->gso_size) {
 		size_t off = 0, n;
 
@@ -547,14 +550,6 @@ size_t udp_pktinfo_set(uint8_t *cbuf, size_t size, const union inany *src)
 	return CMSG_SPACE(sizeof(pi6));
 }
 
-/* send_error_transient() - a send error that reports an earlier ICMP
- * error (consumed by reporting it) rather than a reason to give up. */
-static bool send_error_transient(int e)
-{
-	return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH ||
-	       e == EHOSTDOWN || e == ENETDOWN || e == EPERM;
-}
-
 /* gso_fallback() - a UDP_SEGMENT message the kernel refused (no
  * segmentation on that route, a segment beyond its MTU, an old kernel):
  * send its datagrams one per message, with its control data but the
@@ -595,7 +590,7 @@ void udp_send_all(struct ctx *c, int fd, struct mmsghdr *mm, unsigned int n,
 			i += (unsigned int)r;
 			continue;
 		}
-		if (r < 0 && (errno == EINTR || send_error_transient(errno)) &&
+		if (r < 0 && (errno == EINTR || send_error_reported(errno)) &&
 		    retry++ < 2)
 			continue;
 		if (r < 0 && gso_off && mm[i].msg_hdr.msg_iovlen > 1 &&
@@ -699,6 +694,32 @@ static void udp_flow_send(struct ctx *c, struct flow *fl)
 	}
 	u->pend_head = u->pend_tail = FLOW_NONE;
 	u->queued = false;
+}
+
+/* udp_ttl_follow() - make fl's socket send with the guest's TTL / hop
+ * limit ttl (traceroute): one setsockopt() when it differs from the last
+ * one the flow used, after sending what the flow queued with the old one
+ * (to a group or a broadcast: the multicast TTL too, mcast_out_ttl()).
+ * A forwarded port's shared socket keeps the host's (the option would
+ * apply to all its clients); a TTL of 0 (never sent) is left alone. */
+static void udp_ttl_follow(struct ctx *c, struct flow *fl, uint8_t ttl)
+{
+	struct udp_flow *u = UDP_FLOW(fl);
+	bool v6 = !inany_is4(&u->peer);
+	int v = ttl;
+
+	if (ttl == u->ttl || !ttl || u->shared || u->splice || u->sock < 0)
+		return;
+	if (u->queued)
+		udp_flow_send(c, fl);
+	if (u->mkind ? mcast_out_ttl(u->sock, v6, u->mkind, ttl)
+		     : setsockopt(u->sock, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+				  v6 ? IPV6_UNICAST_HOPS : IP_TTL, &v,
+				  sizeof(v))) {
+		debug("udp: TTL %u: %s", ttl, strerror(errno));
+		return;
+	}
+	u->ttl = ttl;
 }
 
 void udp_input_done(struct ctx *c)

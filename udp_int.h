@@ -26,7 +26,9 @@ struct udp_flow {
 	bool inbound;			/* a -u client's: on lru_head[1] */
 	uint8_t mkind;			/* enum mcast_kind: to a group or a
 					 * broadcast, sock unconnected */
-	uint8_t ttl;			/* mkind: TTL / hop limit set on sock */
+	uint8_t ttl;			/* TTL / hop limit the socket sends
+					 * with (UDP_TTL_HOST until the guest
+					 * asks for another) */
 	uint16_t peer_port;
 	union inany peer;		/* host side: destination / client */
 	union inany local;		/* shared: address the client used */
@@ -39,6 +41,11 @@ struct udp_flow {
 #define UDP_FLOW(fl)	FLOW_PRIV(fl, struct udp_flow)
 
 #define UDP_RX_NONE	SIZE_MAX
+
+/* The TTL / hop limit a new socket sends with (Linux's default for both,
+ * net.ipv4.ip_default_ttl and hop_limit): a guest using it costs no
+ * setsockopt(). */
+#define UDP_TTL_HOST	64
 
 /* One recvmmsg() batch received in place into guest frames. */
 struct udp_rxb {

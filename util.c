@@ -114,6 +114,12 @@ int sock_bind_dev(int s, const char *ifname)
 }
 
 /* sock_freebind() - see util.h. */
+bool send_error_reported(int e)
+{
+	return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH ||
+	       e == EHOSTDOWN || e == ENETDOWN || e == EPERM;
+}
+
 int sock_freebind(int s, bool v6)
 {
 	int one = 1;

@@ -142,6 +142,13 @@ uint32_t fd_budget(uint32_t nofile);
  * or -errno. */
 int sock_bind_dev(int s, const char *ifname);
 
+/* send_error_reported() - is e, from a send on a socket with IP_RECVERR,
+ * the socket's pending error an earlier ICMP error left (the send
+ * reported it, consumed it and sent nothing) rather than a reason to give
+ * up? A traceroute probe sent right after a router's time exceeded meets
+ * one: send again. */
+bool send_error_reported(int e);
+
 /* sock_freebind() - IP_FREEBIND (IPV6_FREEBIND for v6) on socket s
  * (--freebind): it may bind an address the host does not have (yet).
  * Returns 0 or -errno. */

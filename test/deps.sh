@@ -11,7 +11,7 @@ NEED="unshare:util-linux nsenter:util-linux ip:iproute2 busybox:busybox
 ping:iputils-ping tshark:tshark iperf3:iperf3 dig:dnsutils curl:curl
 nc:netcat-openbsd /usr/bin/python3:python3 gcc:gcc make:make
 dhclient:isc-dhcp-client ethtool:ethtool podman:podman crun:crun
-dnsmasq:dnsmasq-base sysctl:procps"
+dnsmasq:dnsmasq-base sysctl:procps traceroute:traceroute"
 
 missing=""
 for pair in $NEED; do

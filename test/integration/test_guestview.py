@@ -5,11 +5,19 @@ Minimum frames: every frame ferry sends the guest is at least 60 bytes
 inside the guest namespace (a packet socket there) and on the qemu stream
 socket (a Python client standing in for qemu). An ARP reply and an ICMP
 echo reply without payload are 42 bytes before padding.
+
+traceroute: Debian's traceroute in the guest, UDP (-U) and ICMP (-I),
+IPv4 and IPv6, through two routers in namespaces beyond the sandbox's
+uplink: each hop must show its own address.
 """
+import os
 import struct
+import subprocess
 import sys
 
-from conftest import GW4, HOST4
+import pytest
+
+from conftest import GW4, HOST4, require, run, wait_for
 from vmguest import (GUEST_MAC, StreamClient, arp_reply_for, arp_request,
                      csum, ferry_vms, ip4, is_arp_reply)
 
@@ -88,3 +96,102 @@ def test_stream_frames_padded_to_60_bytes(tmp_path):
         assert len(e) == ETH_ZLEN and e[42:] == b"\0" * 18
         assert struct.unpack(">H", e[16:18])[0] == 28	# IP length as sent
         c.close()
+
+
+# ------------------------------------------------------------ traceroute
+
+# Routers beyond the sandbox's uplink, each a network namespace held by
+# a sleeping process we started: r1 answers as the sandbox's gateway
+# (198.51.100.1, 2001:db8::1: a macvlan on uplink0's far end, uplink0p),
+# r2 behind it, the target behind r2. ICMP errors unlimited in rate, so
+# every probe gets its answer. The namespaces, and the links in them,
+# vanish with their processes.
+HOPS4 = ["198.51.100.1", "203.0.113.2", "203.0.113.6"]
+HOPS6 = ["2001:db8::1", "2001:db8:1::2", "2001:db8:2::2"]
+ROUTERS = r"""
+set -e
+r1=$1 r2=$2 t=$3
+at() { p=$1; shift; nsenter -t "$p" -n "$@"; }
+ip link add r1up link uplink0p type macvlan mode bridge
+ip link set r1up netns "$r1"
+ip link add r12a type veth peer name r12b
+ip link set r12a netns "$r1"; ip link set r12b netns "$r2"
+ip link add r2t type veth peer name tr2
+ip link set r2t netns "$r2"; ip link set tr2 netns "$t"
+for p in "$r1" "$r2" "$t"; do
+	at "$p" ip link set lo up
+	at "$p" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
+		net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0
+done
+at "$r1" ip link set r1up up
+at "$r1" ip addr add 198.51.100.1/24 dev r1up
+at "$r1" ip -6 addr add 2001:db8::1/64 dev r1up nodad
+at "$r1" ip link set r12a up
+at "$r1" ip addr add 203.0.113.1/30 dev r12a
+at "$r1" ip -6 addr add 2001:db8:1::1/64 dev r12a nodad
+at "$r1" ip route add 203.0.113.4/30 via 203.0.113.2
+at "$r1" ip -6 route add 2001:db8:2::/64 via 2001:db8:1::2
+at "$r2" ip link set r12b up
+at "$r2" ip addr add 203.0.113.2/30 dev r12b
+at "$r2" ip -6 addr add 2001:db8:1::2/64 dev r12b nodad
+at "$r2" ip link set r2t up
+at "$r2" ip addr add 203.0.113.5/30 dev r2t
+at "$r2" ip -6 addr add 2001:db8:2::1/64 dev r2t nodad
+at "$r2" ip route add default via 203.0.113.1
+at "$r2" ip -6 route add default via 2001:db8:1::1
+at "$t" ip link set tr2 up
+at "$t" ip addr add 203.0.113.6/30 dev tr2
+at "$t" ip -6 addr add 2001:db8:2::2/64 dev tr2 nodad
+at "$t" ip route add default via 203.0.113.5
+at "$t" ip -6 route add default via 2001:db8:2::1
+# Warm every neighbour cache on the path (the probes then never wait
+# behind address resolution in a router).
+at "$t" ping -q -c 1 -W 5 198.51.100.2 >/dev/null
+at "$t" ping -q -6 -c 1 -W 5 2001:db8::2 >/dev/null
+"""
+
+
+@pytest.fixture
+def routers():
+    """r1 -> r2 -> target beyond the uplink; torn down after the test
+    (the processes we started ended, the sandbox's neighbour cache for
+    the gateway flushed so later tests find nobody there again)."""
+    require("traceroute")
+    procs = [subprocess.Popen(["unshare", "-n", "sleep", "600"])
+             for _ in range(3)]
+    try:
+        for p in procs:
+            wait_for(lambda p=p: os.path.exists(f"/proc/{p.pid}/ns/net") and
+                     os.stat(f"/proc/{p.pid}/ns/net").st_ino !=
+                     os.stat("/proc/self/ns/net").st_ino, 5, "router ns")
+        run(["sh", "-c", ROUTERS, "sh"] + [str(p.pid) for p in procs])
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        run(["ip", "neigh", "flush", "dev", "uplink0"], check=False)
+
+
+def hops(out):
+    """traceroute -n -q 1: the address each hop line reports, in order."""
+    got = []
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 2 and f[0].isdigit():
+            got.append(f[1])
+    return got
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["v4", "v6"])
+@pytest.mark.parametrize("method", ["-U", "-I"])
+def test_traceroute_reports_each_hop(ferry_ns, routers, method, v6):
+    """The guest's TTL / hop limit reaches the host socket and each
+    router's time exceeded comes back from that router's address; the
+    target answers last (port unreachable for -U, echo reply for -I)."""
+    f = ferry_ns()
+    want = HOPS6 if v6 else HOPS4
+    cmd = ["traceroute", "-6" if v6 else "-4", "-n", "-q", "1", "-w", "3",
+           "-m", "5", method, want[-1]]
+    r = f.guest(cmd, timeout=60)
+    assert hops(r.stdout) == want, r.stdout + r.stderr

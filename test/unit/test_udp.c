@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "checksum.h"
 #include "ferry.h"
 #include "icmp_err.h"
 #include "nat.h"
@@ -21,6 +22,7 @@
 #include "udp_int.h"
 #include "unit.h"
 #include "util.h"
+#include "wire.h"
 
 #define GUEST4	"198.51.100.2"
 #define GW4	"198.51.100.1"
@@ -121,6 +123,88 @@ static void guest_udp(struct ctx *c, bool v6, const char *src, uint16_t sp,
 	n = v6 ? test_frame_ip6(frame, src, dst, IPPROTO_UDP, l4, UDP_HLEN + len)
 	       : test_frame_ip4(frame, src, dst, IPPROTO_UDP, l4, UDP_HLEN + len);
 	test_input(c, frame, n);
+}
+
+/* guest_udp_ttl() - guest_udp() with TTL / hop limit ttl (the IPv4
+ * header checksum redone). */
+static void guest_udp_ttl(struct ctx *c, bool v6, uint16_t sp, uint16_t dp,
+			  uint8_t ttl)
+{
+	static uint8_t l4[UDP_HLEN + 4], frame[128];
+	uint8_t *l3 = frame + ETH_HLEN_;
+	size_t n;
+
+	wr16(l4, sp);
+	wr16(l4 + UDP_OFF_DPORT, dp);
+	wr16(l4 + UDP_OFF_LEN, sizeof(l4));
+	memcpy(l4 + UDP_HLEN, "ttl!", 4);
+	n = v6 ? test_frame_ip6(frame, GUEST6, GW6, IPPROTO_UDP, l4, sizeof(l4))
+	       : test_frame_ip4(frame, GUEST4, GW4, IPPROTO_UDP, l4, sizeof(l4));
+	if (v6) {
+		l3[IP6_OFF_HLIM] = ttl;
+	} else {
+		l3[IP4_OFF_TTL] = ttl;
+		wr16(l3 + IP4_OFF_CSUM, 0);
+		wr16(l3 + IP4_OFF_CSUM, csum(l3, IP4_HLEN));
+	}
+	test_input(c, frame, n);
+}
+
+/* host_recv_ttl() - one datagram within 2 s on fd (IP_RECVTTL or
+ * IPV6_RECVHOPLIMIT on): its TTL / hop limit, -1 if none came. */
+static int host_recv_ttl(int fd)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cb;
+	char buf[64];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cb.b,
+			     .msg_controllen = sizeof(cb.b) };
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct cmsghdr *cm;
+	int v;
+
+	if (poll(&pfd, 1, 2000) != 1 || recvmsg(fd, &mh, MSG_DONTWAIT) < 0 ||
+	    !(cm = CMSG_FIRSTHDR(&mh)))
+		return -1;
+	memcpy(&v, CMSG_DATA(cm), sizeof(v));
+	return v;
+}
+
+/* The guest's TTL / hop limit goes with each datagram (traceroute), set
+ * on the flow's socket only when it changes. */
+static void ttl_follows_guest(bool v6)
+{
+	struct ctx *c = udp_ctx();
+	uint16_t hp;
+	int h = host_sock(v6, &hp), one = 1;
+
+	CHECK(h >= 0);
+	CHECK(!setsockopt(h, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+			  v6 ? IPV6_RECVHOPLIMIT : IP_RECVTTL, &one,
+			  sizeof(one)));
+	guest_udp_ttl(c, v6, 40124, hp, 3);
+	CHECK_EQ(host_recv_ttl(h), 3);
+	guest_udp_ttl(c, v6, 40124, hp, 3);
+	CHECK_EQ(host_recv_ttl(h), 3);
+	guest_udp_ttl(c, v6, 40124, hp, 64);
+	CHECK_EQ(host_recv_ttl(h), 64);
+	CHECK_EQ(c->flows.count[FLOW_UDP], 1);
+	close(h);
+	udp_ctx_free(c);
+}
+
+TEST(udp_ttl_follows_guest_ipv4)
+{
+	ttl_follows_guest(false);
+}
+
+TEST(udp_ttl_follows_guest_ipv6)
+{
+	ttl_follows_guest(true);
 }
 
 /* check_udp_frame() - frame i to the guest is UDP sport -> dport with

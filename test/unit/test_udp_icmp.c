@@ -90,9 +90,53 @@ TEST(icmp_err_packet_too_big_v6_from_router)
 	CHECK(p.l4proto == IPPROTO_ICMPV6 && p.icmp.type == 2);
 	CHECK_EQ(rd32(p.l4 + 4), 1280);
 	CHECK_EQ(p.l3len, 1280);		/* quote cut at 1280 bytes */
-	/* A router on the host's path is never shown: the gateway is. */
+	/* A router on the host's path reports as itself. */
+	CHECK(in6_eq(&p.src6, &e.offender.a6));
+	/* One the guest could not address (link-local, the host's own
+	 * address) hides behind the gateway. */
+	inet_pton(AF_INET6, "fe80::77", &e.offender.a6);
+	test_tx_reset(c);
+	CHECK(icmp_err_to_guest(c, &e, &o));
+	CHECK(sent(c, &p, &flen));
 	inet_pton(AF_INET6, "fe80::1", &gw);
 	CHECK(in6_eq(&p.src6, &gw));
+	e.offender.a6 = c->conf.ip6.addr;
+	test_tx_reset(c);
+	CHECK(icmp_err_to_guest(c, &e, &o));
+	CHECK(sent(c, &p, &flen) && in6_eq(&p.src6, &gw));
+	test_ctx_free(c);
+}
+
+/* Time exceeded (traceroute's probes, sent with the guest's TTL): from
+ * the router, quoting the guest's datagram with its own ports. */
+TEST(icmp_err_time_exceeded_from_router)
+{
+	struct ctx *c = test_ctx();
+	struct icmp_err e = { .origin = SO_EE_ORIGIN_ICMP, .type = 11,
+			      .code = 0, .has_offender = true };
+	struct icmp_err_orig o = orig(false);
+	struct pkt p;
+	size_t flen;
+
+	inany_from4(&e.offender, (struct in_addr){ inet_addr("203.0.113.1") });
+	CHECK(icmp_err_to_guest(c, &e, &o));
+	CHECK(sent(c, &p, &flen));
+	CHECK(p.l4proto == IPPROTO_ICMP && p.icmp.type == 11 &&
+	      p.icmp.code == 0);
+	CHECK(p.src4.s_addr == inet_addr("203.0.113.1"));
+	CHECK(!memcmp(p.payload + 12, &p.dst4, 4));	/* quoted source */
+	CHECK_EQ(rd16(p.payload + 20), 5000);		/* quoted ports */
+	CHECK_EQ(rd16(p.payload + 22), 53);
+	test_tx_reset(c);
+	o = orig(true);
+	e = (struct icmp_err){ .origin = SO_EE_ORIGIN_ICMP6, .type = 3,
+			       .code = 0, .has_offender = true };
+	inet_pton(AF_INET6, "2001:db8:77::1", &e.offender.a6);
+	CHECK(icmp_err_to_guest(c, &e, &o));
+	CHECK(sent(c, &p, &flen));
+	CHECK(p.l4proto == IPPROTO_ICMPV6 && p.icmp.type == 3);
+	CHECK(in6_eq(&p.src6, &e.offender.a6));
+	CHECK_EQ(rd16(p.payload + 40), 5000);
 	test_ctx_free(c);
 }
 
@@ -122,18 +166,20 @@ TEST(icmp_err_local_emsgsize_and_unreach_codes)
 	test_ctx_free(c);
 }
 
-/* Time exceeded, parameter problems, other origins: not the guest's. */
+/* Parameter problems, unknown time exceeded codes, other origins: not
+ * the guest's. */
 TEST(icmp_err_not_translated)
 {
 	struct ctx *c = test_ctx();
 	struct icmp_err_orig o4 = orig(false), o6 = orig(true);
 	struct icmp_err e;
 
-	e = (struct icmp_err){ .origin = SO_EE_ORIGIN_ICMP, .type = 11 };
+	e = (struct icmp_err){ .origin = SO_EE_ORIGIN_ICMP, .type = 11,
+			       .code = 2 };
 	CHECK(!icmp_err_to_guest(c, &e, &o4));
 	e = (struct icmp_err){ .origin = SO_EE_ORIGIN_ICMP, .type = 12 };
 	CHECK(!icmp_err_to_guest(c, &e, &o4));
-	e = (struct icmp_err){ .origin = SO_EE_ORIGIN_ICMP6, .type = 3 };
+	e = (struct icmp_err){ .origin = SO_EE_ORIGIN_ICMP6, .type = 4 };
 	CHECK(!icmp_err_to_guest(c, &e, &o6));
 	e = (struct icmp_err){ .origin = SO_EE_ORIGIN_ICMP6, .type = 1 };
 	CHECK(!icmp_err_to_guest(c, &e, &o4));	/* family mismatch */
