@@ -206,6 +206,7 @@ int main(int argc, char **argv)
 	loop(c);
 	if (mode == MODE_VM)
 		vm_stop(c);
-	stats_log(c);
+	if (c->conf.debug || c->conf.stats_s)	/* quiet by default */
+		stats_log(c);
 	return c->exit_code;
 }

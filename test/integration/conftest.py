@@ -106,7 +106,9 @@ class Ferry:
         self.pidfile = tmp_path / "guest.pid"
         self.logpath = tmp_path / "ferry.log"
         hold = cmd or ["sh", "-c", f"echo $$ > {self.pidfile}; exec sleep 3600"]
-        argv = [FERRY, "ns", "-f"]
+        # --stats: the tests read the statistics ferry logs at exit
+        # (quiet by default); every 86400 s never fires during a test.
+        argv = [FERRY, "ns", "-f", "--stats", "86400"]
         if config_net:
             argv.append("--config-net")
         argv += list(args) + ["--"] + hold

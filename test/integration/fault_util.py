@@ -453,6 +453,7 @@ def sack_resends(frames, faults, gport, rport):
 
 def ferry_drops(log):
     """Ferry's drop counters by name, from its last statistics (at exit)."""
+    assert "stats: from guest" in log, "no statistics in the log:\n" + log
     return {k: int(v) for k, v in
             re.findall(r"stats: drop (\S+) (\d+)", log.rsplit(
                 "stats: from guest", 1)[-1])}

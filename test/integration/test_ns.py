@@ -110,6 +110,17 @@ def test_stats_delay_logs_periodically(ferry_ns):
     assert f.proc.poll() is None
 
 
+@pytest.mark.parametrize("args,printed", [([], False), (["-d"], True),
+                                           (["--stats", "600"], True)])
+def test_exit_statistics_only_when_asked(args, printed):
+    """Quiet by default: a run that ends prints no statistics at exit
+    unless --debug or --stats asked for them (SIGUSR1 prints them any
+    time). Before 0.13 every run ended with 6-8 "stats:" lines."""
+    r = run([FERRY, "ns", "--config-net"] + args + ["--", "true"])
+    assert ("stats: from guest" in r.stdout + r.stderr) == printed, \
+        r.stdout + r.stderr
+
+
 def test_exit_status_of_command(ferry_ns):
     f = ferry_ns(cmd=["sh", "-c", "exit 7"])
     assert f.proc.wait(timeout=20) == 7

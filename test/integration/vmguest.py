@@ -48,7 +48,8 @@ class FerryVM(Ferry):
             argv.append("-f")
         if self.sock:
             argv += ["-s", self.sock]
-        self.argv = argv + list(args)
+        # the exit statistics the tests read (conftest.Ferry says why)
+        self.argv = argv + ["--stats", "86400"] + list(args)
         self.log = open(self.logpath, "w")
         self.proc = subprocess.Popen(
             self.argv, stdout=self.log, stderr=subprocess.STDOUT,
@@ -79,8 +80,10 @@ class FerryVM(Ferry):
 
     def stats(self):
         """Drop counters from the exit statistics: {reason: count}."""
+        out = self.output()
+        assert "stats: from guest" in out, "no statistics in the log:\n" + out
         return {m.group(1): int(m.group(2)) for m in
-                re.finditer(r"stats: drop (\S+) (\d+)", self.output())}
+                re.finditer(r"stats: drop (\S+) (\d+)", out)}
 
 
 @contextlib.contextmanager
