@@ -9,9 +9,10 @@
 #   make install    PREFIX=/usr/local DESTDIR= : the binary (stripped), pasta/passt
 #                   links, man page, systemd unit, bash completion, LICENSE
 #   make install-debug  the same with the binary's debug information kept
-#   make install-podman  also a 'pasta' and 'passt' link in LIBEXECDIR and a
-#                   containers.conf drop-in putting LIBEXECDIR first among
-#                   podman's helper directories (podman's own kept)
+#   make install-podman  also 'pasta', 'passt' and 'slirp4netns' links in
+#                   LIBEXECDIR and a containers.conf drop-in putting LIBEXECDIR
+#                   first among podman's helper directories (podman's own
+#                   kept) and naming the slirp4netns link (podman 4.3)
 #   make install-links   also 'pasta' and 'passt' links in BINDIR (libvirt
 #                   and qemu find passt on PATH)
 #   make uninstall  removes what any of them put there (same PREFIX/DESTDIR)
@@ -138,9 +139,11 @@ install-podman: install
 	@mkdir -p $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(CONTAINERSCONFDIR)
 	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/pasta
 	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/passt
-	printf '%s\n' '# ferry as podman'"'"'s pasta: installed by ferry'"'"'s make install-podman' \
+	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/slirp4netns
+	printf '%s\n' '# ferry as podman'"'"'s pasta and slirp4netns: installed by ferry'"'"'s make install-podman' \
 		'[engine]' \
 		'helper_binaries_dir = ["$(LIBEXECDIR)", $(PODMAN_HELPER_DIRS)]' \
+		'network_cmd_path = "$(LIBEXECDIR)/slirp4netns"' \
 		> $(DESTDIR)$(CONTAINERSCONFDIR)/50-ferry.conf
 
 install-links: install
@@ -150,6 +153,7 @@ install-links: install
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	rm -f $(DESTDIR)$(LIBEXECDIR)/pasta $(DESTDIR)$(LIBEXECDIR)/passt \
+	      $(DESTDIR)$(LIBEXECDIR)/slirp4netns \
 	      $(DESTDIR)$(CONTAINERSCONFDIR)/50-ferry.conf
 	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
 	for l in pasta passt; do [ "$$(readlink $(DESTDIR)$(BINDIR)/$$l)" != ferry ] || \

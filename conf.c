@@ -296,16 +296,15 @@ static bool h_secs(struct conf *c, struct pstate *ps, const struct opt *o,
 	return true;
 }
 
-/* h_fd() - -F: a file descriptor number. */
+/* h_fd() - -F, --ready-fd, --exit-fd: a file descriptor number. */
 static bool h_fd(struct conf *c, struct pstate *ps, const struct opt *o,
 		 const char *arg)
 {
 	unsigned long v;
 
-	(void)o;
 	if (!parse_ulong(arg, INT_MAX, &v))
 		return bad(ps, "'%s' is not a valid file descriptor", arg);
-	c->fd = (int)v;
+	*FIELD(c, o->off, int) = (int)v;
 	return true;
 }
 
@@ -741,7 +740,7 @@ static const struct opt opts[] = {
 	  "capture guest frames into a pcap file" },
 	{ "pid", 'P', "PATH", M_ALL, h_path, OFF(pid_file), 0, 0,
 	  "write the process ID to PATH" },
-	{ "fd", 'F', "FD", M_VM, h_fd, 0, 0, 0,
+	{ "fd", 'F', "FD", M_VM, h_fd, OFF(fd), 0, 0,
 	  "inherited connected socket to the guest (qemu's stream peer)" },
 	{ "socket", 's', "PATH", M_VM, h_socket, 0, 0, 0,
 	  "listen on UNIX socket PATH for qemu" },
@@ -866,6 +865,10 @@ static const struct opt opts[] = {
 	  "probe the guest after a TCP connection idles (default 300, 0: off)" },
 	{ "sandbox", 0, "off|on|strict", M_ALL, h_sandbox, 0, 0, 0,
 	  "confinement after set-up (default on; strict: all layers or exit)" },
+	{ "ready-fd", 0, "FD", M_ALL, h_fd, OFF(ready_fd), 0, 0,
+	  "write \"1\" to FD and close it once set up" },
+	{ "exit-fd", 0, "FD", M_ALL, h_fd, OFF(exit_fd), 0, 0,
+	  "exit (as on SIGTERM) when FD becomes readable or closed" },
 	{ "linger", 0, "SECONDS", M_ALL, h_secs, OFF(linger_s), 0, 0,
 	  "on exit, serve open flows up to SECONDS (default 30, 0: quit)" },
 	{ "stats", 0, "DELAY", M_ALL, h_secs, OFF(stats_s), 0, 0,
@@ -883,7 +886,7 @@ static void conf_defaults(struct conf *c, enum mode mode)
 
 	c->mode = mode;
 	c->mtu = MTU_MAX;
-	c->fd = -1;
+	c->fd = c->ready_fd = c->exit_fd = -1;
 	c->ip4.enabled = c->ip6.enabled = true;
 	c->log_size = 1024 * 1024;
 	c->busy_poll_us = BP_DEFAULT_US;

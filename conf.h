@@ -163,6 +163,8 @@ struct conf {
 	/* VM mode */
 	char socket_path[108];		/* -s, sun_path size */
 	int fd;				/* -F: inherited connected socket, -1 */
+	int ready_fd, exit_fd;		/* --ready-fd, --exit-fd (notify.c),
+					 * -1: none */
 	bool one_off;			/* -1 */
 	bool vhost_user;		/* --vhost-user */
 

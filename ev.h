@@ -27,6 +27,7 @@ enum eref_type {
 	EREF_UDP,		/* UDP flow socket */
 	EREF_UDP_LISTEN,	/* UDP forwarded-port socket */
 	EREF_VU,		/* vm mode: vhost-user control socket */
+	EREF_EXIT_FD,		/* --exit-fd (notify.c) */
 	EREF_TYPE_MAX
 };
 

@@ -24,10 +24,12 @@
 #include "log.h"
 #include "nat.h"
 #include "ndp.h"
+#include "notify.h"
 #include "ns.h"
 #include "pcap.h"
 #include "priv.h"
 #include "seccomp.h"
+#include "slirp.h"
 #include "util.h"
 #include "vm.h"
 
@@ -42,6 +44,10 @@ static int pick_mode(int argc, char **argv, enum mode *mode)
 {
 	char *name = basename(argv[0]);
 
+	if (slirp_named(name)) {
+		*mode = MODE_NS;
+		return 0;
+	}
 	if (!strncmp(name, "pasta", 5)) {
 		*mode = MODE_NS;
 		return 0;
@@ -143,6 +149,31 @@ static void filter_start(struct ctx *c)
 		info("seccomp: %u system calls allowed", seccomp_count(c));
 }
 
+/* slirp_args() - started as slirp4netns: its command line as ferry's
+ * (slirp.c); --help and --version are answered here. */
+static char **slirp_args(int *argc, char **argv)
+{
+	static struct slirp_argv sa;	/* conf keeps pointers into it */
+	char err[256];
+
+	switch (slirp_translate(*argc, argv, &sa, err, sizeof(err))) {
+	case SLIRP_HELP:
+		slirp_usage(stdout);
+		exit(0);
+	case SLIRP_VERSION:
+		printf("slirp4netns version 1.2.0 (ferry %s, which takes "
+		       "slirp4netns 1.2's command line)\n", FERRY_VERSION);
+		exit(0);
+	case SLIRP_BAD:
+		fprintf(stderr, "ferry: %s\n", err);
+		exit(1);
+	case SLIRP_RUN:
+		break;
+	}
+	*argc = sa.argc;
+	return sa.argv;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctx *c;
@@ -150,6 +181,8 @@ int main(int argc, char **argv)
 	int skip, go = -1;
 
 	skip = pick_mode(argc, argv, &mode);
+	if (slirp_named(argv[0]))
+		argv = slirp_args(&argc, argv);
 	/* The context is large (port maps): allocate it once, zeroed. */
 	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -169,6 +202,7 @@ int main(int argc, char **argv)
 	if (mode == MODE_VM && !c->conf.vhost_user &&
 	    (c->ctl_epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		die("epoll_create1: %s", strerror(errno));
+	notify_init(c);		/* before anything is logged: bad fds */
 	now_mono(&c->now);
 	bp_init(&c->bp, c->conf.busy_poll_us);
 	tap_init(c);
@@ -202,6 +236,7 @@ int main(int argc, char **argv)
 	filter_start(c);		/* seccomp: the last set-up step */
 	isolate_report(c);
 	ns_run_command(go);
+	notify_ready(c);
 
 	loop(c);
 	if (mode == MODE_VM)

@@ -33,6 +33,7 @@
 #include "ferry.h"
 #include "log.h"
 #include "ndp.h"
+#include "notify.h"
 #include "ns.h"
 #include "seccomp.h"
 #include "util.h"
@@ -135,6 +136,9 @@ static void dispatch(struct ctx *c, union eref ref, uint32_t events)
 		break;
 	case EREF_CHILD:
 		ns_child_handler(c, events);
+		break;
+	case EREF_EXIT_FD:
+		notify_exit_handler(c, events);
 		break;
 	case EREF_PING:
 		icmp_sock_handler(c, ref.idx, events);

@@ -38,6 +38,7 @@ EXTERNAL = {
     "sched_yield", "vmsplice",
     # qemu and libvirt sources, podman's Go functions (doc/compat.md)
     "net/passt.c", "src/qemu/qemu_passt.c", "Setup", "setupPasta",
+    "checkSlirpFlags", "createBasicSlirp4netnsCmdArgs", "setupSlirp4netns",
 }
 
 SHORT_DOCS = {"doc/architecture.md": 30}	# words a sentence stays under

@@ -60,7 +60,7 @@ FLOORS = {
     "tcp_in": 2, "nsexec": 1, "mcast": 2,
     # 3: drivers: receive dispatch, the loop, the modes, start-up
     "tap.c": 3, "loop": 3, "ns": 3, "isolate": 3, "drain": 3, "vm": 3, "ferry": 3, "conf": 3,
-    "hostconf": 3, "priv": 3, "seccomp": 3,
+    "hostconf": 3, "priv": 3, "seccomp": 3, "slirp": 3, "notify": 3,
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -76,17 +76,22 @@ def test_install_podman_drop_in_read_by_podman(tmp_path):
     state = tempfile.mkdtemp(prefix="ferry-pi")	# podman: runroot <= 50
     os.chmod(state, 0o700)
 
-    def backend(path):
+    def backend(path, fmt="{{.Host.NetworkBackend}}"):
         env = dict(os.environ, CONTAINERS_CONF=str(path),
                    XDG_RUNTIME_DIR=state)
         return subprocess.run(["podman", "--root", f"{state}/root",
                                "--runroot", f"{state}/run",
                                "--storage-driver", "vfs", "info", "--format",
-                               "{{.Host.NetworkBackend}}"], env=env,
+                               fmt], env=env,
                               capture_output=True, text=True, timeout=120)
     try:
         r = backend(conf)
         assert r.returncode == 0 and r.stdout.strip() == "netavark", r
+        # podman 4.3 (no pasta mode) runs ferry as its slirp4netns
+        slirp = dest / PREFIX.lstrip("/") / "libexec/ferry/slirp4netns"
+        assert os.readlink(slirp) == f"{PREFIX}/bin/ferry"
+        r = backend(conf, "{{.Host.Slirp4NetNS.Executable}}")
+        assert r.stdout.strip() == f"{PREFIX}/libexec/ferry/slirp4netns", r
         only = tmp_path / "only-ferry.conf"
         only.write_text(f'[engine]\nhelper_binaries_dir = ["{PREFIX}/libexec/ferry"]\n')
         r = backend(only)
@@ -95,6 +100,7 @@ def test_install_podman_drop_in_read_by_podman(tmp_path):
         shutil.rmtree(state, ignore_errors=True)
     make("uninstall", f"DESTDIR={dest}", f"PREFIX={PREFIX}")
     assert not conf.exists() and not os.path.lexists(link)
+    assert not os.path.lexists(slirp)
 
 
 def test_install_debug_keeps_debug_info(tmp_path):

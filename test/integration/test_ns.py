@@ -121,6 +121,49 @@ def test_exit_statistics_only_when_asked(args, printed):
         r.stdout + r.stderr
 
 
+def test_ready_fd_and_exit_fd(tmp_path):
+    """--ready-fd: "1" arrives once set-up is complete (the sandbox line
+    is logged before it) and the fd is closed; --exit-fd: closing the
+    caller's end of the pipe ends ferry (exit 0) even though the joined
+    namespace lives on. A file descriptor that is not open: one line."""
+    holder = subprocess.Popen(["unshare", "-rn", "sleep", "600"])
+    rr, rw = os.pipe()
+    er, ew = os.pipe()
+    log = tmp_path / "ferry.log"
+    p = None
+    try:
+        wait_for(lambda: os.readlink(f"/proc/{holder.pid}/ns/net") !=
+                 os.readlink("/proc/self/ns/net"), 10, "the holder")
+        p = subprocess.Popen([FERRY, "ns", "-f", "--config-net", "-l",
+                              str(log), "--ready-fd", str(rw), "--exit-fd",
+                              str(er), str(holder.pid)], pass_fds=(rw, er),
+                             stdin=subprocess.DEVNULL)
+        os.close(rw)
+        os.close(er)
+        assert os.read(rr, 16) == b"1"
+        assert "sandbox: " in log.read_text()	# written before "1"
+        assert os.read(rr, 16) == b""		# and the fd closed
+        assert p.poll() is None
+        os.close(ew)
+        ew = None
+        assert p.wait(timeout=20) == 0, log.read_text()
+        assert "exit fd readable" in log.read_text()
+        assert holder.poll() is None
+    finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
+        if ew is not None:
+            os.close(ew)
+        os.close(rr)
+        holder.kill()
+        holder.wait()
+    for opt in ("--ready-fd", "--exit-fd"):
+        r = run([FERRY, "ns", opt, "1000", "--", "true"], check=False)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and \
+            f"{opt}: 1000 is not an open file descriptor" in r.stderr, r
+
+
 def test_exit_status_of_command(ferry_ns):
     f = ferry_ns(cmd=["sh", "-c", "exit 7"])
     assert f.proc.wait(timeout=20) == 7

@@ -474,3 +474,69 @@ def test_container_on_ferry_as_pasta(podman_env, host_servers):
     finally:
         net2.remove()
         net2.kill()
+
+
+SLIRP_PORT = 18087	# host port -p forwards to the slirp4netns container
+
+
+def ferry_slirps():
+    """PIDs of processes running ferry under the name slirp4netns."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        try:
+            argv0 = (d / "cmdline").read_bytes().split(b"\0")[0]
+            if argv0.endswith(b"slirp4netns") and \
+               os.path.realpath(d / "exe") == os.path.realpath(FERRY):
+                pids.append(int(d.name))
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def test_podman_43_runs_ferry_as_slirp4netns(podman_env, host_servers):
+    """Debian 12's own podman 4.3 (no pasta mode) drives ferry itself:
+    --network slirp4netns with network_cmd_path (here its command-line
+    twin --network-cmd-path) naming a link called slirp4netns. podman
+    reads `slirp4netns --help`, passes its usual command line, waits on
+    the ready fd and, when the container ends, closes the exit fd. The
+    container gets slirp4netns's network (10.0.2.100/24 via 10.0.2.2,
+    DNS at 10.0.2.3 from podman's resolv.conf), reaches the host's
+    servers through ferry (the gateway's MAC is ferry's), -p works
+    through podman's rootlessport, and ferry exits with the container."""
+    p, rootfs, helpers = podman_env
+    link = helpers / "slirp4netns"
+    if not link.exists():
+        os.symlink(FERRY, link)
+    before = set(ferry_slirps())
+    cid = None
+    try:
+        cid = p.run("--network-cmd-path", str(link), "run", "-d",
+                    "--network", "slirp4netns", "-p", f"{SLIRP_PORT}:80",
+                    "--mount", "type=devpts,destination=/dev/pts,gid=0",
+                    "--rootfs", str(rootfs), "httpd", "-f", "-p", "80",
+                    "-h", "/www").stdout.strip()
+        mine = set(ferry_slirps()) - before
+        assert mine, "ferry as slirp4netns is not running"
+
+        def ex(cmd):
+            return p.run("exec", cid, "sh", "-c", cmd).stdout
+
+        assert "inet 10.0.2.100/24" in ex("ip -4 addr show")
+        assert "default via 10.0.2.2" in ex("ip -4 route")
+        assert "nameserver 10.0.2.3" in ex("cat /etc/resolv.conf")
+        page = ex(f"wget -q -O - http://{HOST4}:{HTTP_PORT}/")
+        assert page.startswith("host says hello"), page
+        reply = ex(f"nslookup {DNS_NAME}")	# via 10.0.2.3, forwarded
+        assert DNS_A in reply, reply
+        assert "9a:55:9a:55:9a:55" in ex("ip neigh show 10.0.2.2")
+        body = wait_for(lambda: fetch(f"http://127.0.0.1:{SLIRP_PORT}/"),
+                        15, "the published port to reach httpd")
+        assert body == "served from the container\n"
+        p.run("stop", "-t", "1", cid)
+        wait_for(lambda: not set(ferry_slirps()) & mine, 15,
+                 "ferry to exit when podman closes the exit fd")
+        p.run("rm", cid)
+        cid = None
+    finally:
+        if cid:
+            p.run("rm", "-f", "-t", "0", cid, check=False)
