@@ -22,6 +22,15 @@
  * long-running daemon cannot fill a disk. Everything works on the open
  * descriptor: nothing is reopened by path (ferry's root may be empty by
  * then, see the sandbox).
+ *
+ * syslog. A daemon without -l logs to the system log, ferry's own way
+ * rather than through syslog(3): /dev/log is connected once, at start-up
+ * (the path is out of reach once confined, and syslog(3) would reconnect
+ * by path, and before glibc 2.37 malloc() a buffer for every message),
+ * and each line is one "<PRI>ferry[PID]: text" datagram (RFC 3164's
+ * form; the syslog daemon stamps the time) sent without blocking: a full
+ * queue never stalls the loop, the lines lost are counted and the next
+ * line that gets through says how many.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,17 +41,19 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "log.h"
 #include "util.h"
 
 /* seccomp(all): write ftruncate lseek pread64 pwrite64 clock_gettime
  *   (stderr; the log file, its lines' times, the rotation in place) */
-/* seccomp(all): sendto connect close getpid socket(0=AF_UNIX)
- *   (syslog(3): a datagram per message, reconnecting to /dev/log if that
- *    fails) */
-/* seccomp(all): brk mmap munmap
- *   (syslog(3) before glibc 2.37: each message in a malloc()ed buffer) */
+/* seccomp(all): sendto
+ *   (syslog: one datagram per message on the socket connected at
+ *    start-up, see syslog_line()) */
+/* seccomp(setup): socket(0=AF_UNIX) connect close getpid
+ *   (log_to_syslog(): /dev/log, reachable only before the sandbox) */
 /* seccomp(all): exit_group
  *   (die()) */
 /* seccomp(setup): openat read newfstatat readlink readlinkat */
@@ -55,11 +66,14 @@ static struct {
 	int file_fd;
 	size_t file_max, file_used;
 	bool syslog_on, stderr_too;
+	int syslog_fd;				/* connected to /dev/log, -1 */
+	pid_t syslog_pid;			/* the PID its lines name */
+	unsigned long syslog_lost;		/* lines not sent since last */
 	struct timespec start;			/* of the file log */
 	char path[LOG_PATH_MAX];
 	char header[LOG_PATH_MAX + 128];
 	size_t header_len;
-} log_sink = { .level = LOG_LVL_INFO, .file_fd = -1 };
+} log_sink = { .level = LOG_LVL_INFO, .file_fd = -1, .syslog_fd = -1 };
 
 /* header_make() - the header line for pid, its length padded so that any
  * PID gives the same length (log_file_pid() rewrites it in place). */
@@ -145,11 +159,52 @@ void log_file_pid(void)
 
 void log_to_syslog(void)
 {
-	/* Connected and the time zone read now: /dev/log and the zone file
-	 * are out of reach once confined (and seccomp allows no open()). */
-	tzset();
-	openlog("ferry", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	struct sockaddr_un a = { .sun_family = AF_UNIX,
+				 .sun_path = "/dev/log" };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+#ifdef FERRY_TEST	/* the tests' own syslog socket */
+	const char *test_path = getenv("FERRY_SYSLOG_PATH");
+
+	if (test_path)
+		snprintf(a.sun_path, sizeof(a.sun_path), "%s", test_path);
+#endif
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);		/* no syslog daemon: lines are lost */
+		fd = -1;
+	}
+	log_sink.syslog_fd = fd;
+	log_sink.syslog_pid = outer_pid();
 	log_sink.syslog_on = true;
+}
+
+/* syslog_line() - one line (without its newline) as one datagram at
+ * priority prio; see the top for what a full queue does. */
+static void syslog_line(int prio, const char *line, size_t len)
+{
+	char buf[1200];
+	int n;
+
+	if (log_sink.syslog_fd < 0)
+		return;
+	if (log_sink.syslog_lost)
+		n = snprintf(buf, sizeof(buf), "<%d>ferry[%d]: (%lu lines "
+			     "lost) %.*s", LOG_DAEMON | prio,
+			     (int)log_sink.syslog_pid, log_sink.syslog_lost,
+			     (int)len, line);
+	else
+		n = snprintf(buf, sizeof(buf), "<%d>ferry[%d]: %.*s",
+			     LOG_DAEMON | prio, (int)log_sink.syslog_pid,
+			     (int)len, line);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	if (send(log_sink.syslog_fd, buf, (size_t)n, MSG_DONTWAIT |
+		 MSG_NOSIGNAL) == n)
+		log_sink.syslog_lost = 0;
+	else
+		log_sink.syslog_lost++;
 }
 
 void log_also_stderr(bool on)
@@ -266,7 +321,7 @@ static void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 			file_write(line, (size_t)n);
 		}
 	} else if (log_sink.syslog_on)
-		syslog(prio[lvl], "%s", line);
+		syslog_line(prio[lvl], line, (size_t)n - 1);
 	if ((log_sink.file_fd < 0 && !log_sink.syslog_on) ||
 	    log_sink.stderr_too) {
 		if (write_all(STDERR_FILENO, line, (size_t)n) < 0)

@@ -8,7 +8,11 @@ in the host sandbox (test/sandbox.sh: uplink0 198.51.100.2/24 and
 import json
 import os
 import signal
+import socket
+import re
 import subprocess
+
+from pathlib import Path
 
 import pytest
 
@@ -162,6 +166,74 @@ def test_ready_fd_and_exit_fd(tmp_path):
         r = run([FERRY, "ns", opt, "1000", "--", "true"], check=False)
         assert r.returncode == 1 and r.stderr.count("\n") == 1 and \
             f"{opt}: 1000 is not an open file descriptor" in r.stderr, r
+
+
+def test_daemon_logs_to_syslog_after_confinement(tmp_path):
+    """A daemon without -l logs to syslog through the socket it connected
+    at start-up: "<PRI>ferry[PID]: text" datagrams, PID the daemon's, and
+    lines logged after seccomp (SIGUSR1's statistics) still arrive. When
+    the receiver's queue is full the lines are dropped, never waited for
+    (SIGUSR1 keeps being served), and the next line through counts them.
+    (The test build reads the socket's path from FERRY_SYSLOG_PATH.)"""
+    path = str(tmp_path / "log")
+    rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    rx.bind(path)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    holder = subprocess.Popen(["unshare", "-rn", "sleep", "600"])
+    pidfile = tmp_path / "ferry.pid"
+    pid = None
+
+    def lines(timeout=0.5):
+        got = []
+        rx.settimeout(timeout)
+        try:
+            while True:
+                got.append(rx.recv(4096).decode())
+        except socket.timeout:
+            return got
+    try:
+        wait_for(lambda: os.readlink(f"/proc/{holder.pid}/ns/net") !=
+                 os.readlink("/proc/self/ns/net"), 10, "the holder")
+        run([FERRY, "ns", "-P", str(pidfile), str(holder.pid)],
+            env=dict(os.environ, FERRY_SYSLOG_PATH=path))
+        pid = int(pidfile.read_text())
+        got = []
+        wait_for(lambda: got.extend(lines()) or
+                 any("sandbox: " in l for l in got), 10, "the sandbox line")
+        assert all(re.match(r"<\d+>ferry\[\d+\]: ", l) for l in got), got
+        assert {re.match(r"<\d+>ferry\[(\d+)\]", l).group(1)
+                for l in got} == {str(pid)}, (got, pid)
+        os.kill(pid, signal.SIGUSR1)
+        wait_for(lambda: got.extend(lines()) or
+                 any("stats: from guest" in l for l in got), 10,
+                 "statistics logged after seccomp")
+        # Flood: nobody reads, the small queue fills, ferry goes on.
+        def served():		# no signal pending, ferry asleep again
+            st = Path(f"/proc/{pid}/status").read_text()
+            f = dict(l.split(":\t", 1) for l in st.splitlines() if ":\t" in l)
+            return int(f["ShdPnd"], 16) == 0 == int(f["SigPnd"], 16) and \
+                f["State"].startswith("S")
+        # one dump at a time (pending signals merge): ~6 lines each, more
+        # than the queue takes (net.unix.max_dgram_qlen, the send buffer)
+        for _ in range(200):
+            os.kill(pid, signal.SIGUSR1)
+            wait_for(served, 10, "ferry to serve the signal")
+        lines(1)
+        os.kill(pid, signal.SIGUSR1)
+        tail = []
+        wait_for(lambda: tail.extend(lines()) or
+                 any("lines lost)" in l for l in tail), 10,
+                 "the count of lost lines")
+        assert Path(f"/proc/{pid}").exists()
+    finally:
+        if pid and Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGTERM)
+            wait_for(lambda: not Path(f"/proc/{pid}").exists() or
+                     Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
+                     10, "the daemon to exit")
+        holder.kill()
+        holder.wait()
+        rx.close()
 
 
 def test_exit_status_of_command(ferry_ns):
