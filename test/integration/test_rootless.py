@@ -443,7 +443,9 @@ class RootNs:
 
     def __init__(self, d, args):
         self.d, self.pidfile, self.log = d, d / "guest.pid", d / "ferry.log"
-        argv = [FERRY, "ns", "-f", "--config-net"] + list(args) + [
+        # --stats: the exit statistics the tests read (see conftest.Ferry)
+        argv = [FERRY, "ns", "-f", "--config-net", "--stats", "86400"] + \
+            list(args) + [
             "--", "sh", "-c", f"echo $$ > {self.pidfile}; exec sleep 3600"]
         with open(self.log, "w") as lf:
             self.p = subprocess.Popen(argv, stdout=lf,
