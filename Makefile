@@ -18,7 +18,7 @@
 #   make uninstall  removes what any of them put there (same PREFIX/DESTDIR)
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
 #                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan, fuzz_vu,
-#                   fuzz_vu_sock, fuzz_tcp; run one with
+#                   fuzz_vu_sock, fuzz_tcp, fuzz_mig; run one with
 #                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
 #   make seccomp-list  the system calls each mode's seccomp filter allows,
 #                   counted (from the seccomp(MODES): annotations, seccomp.c)
@@ -171,7 +171,7 @@ FUZZFLAGS  := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
               -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DFERRY_TEST -I.
 FUZZ_LINK  := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJS  := $(patsubst %.c,build/fuzz/obj/%.o,$(LIBSRCS))
-FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink fuzz_scan fuzz_vu fuzz_vu_sock fuzz_tcp)
+FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink fuzz_scan fuzz_vu fuzz_vu_sock fuzz_tcp fuzz_mig)
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -198,6 +198,10 @@ build/fuzz/fuzz_vu_sock: build/fuzz/obj/test/fuzz/fuzz_vu_sock.o build/fuzz/obj/
 build/fuzz/fuzz_tcp: build/fuzz/obj/test/fuzz/fuzz_tcp.o build/fuzz/obj/test/fuzz/tcp_prog.o \
 		build/fuzz/obj/test/fuzz/fuzz_lib.o build/fuzz/obj/test/unit/harness.o \
 		build/fuzz/obj/test/unit/tcp_harness.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+build/fuzz/fuzz_mig: build/fuzz/obj/test/fuzz/fuzz_mig.o \
+		build/fuzz/obj/test/unit/harness.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 
 build/fuzz/fuzz_conf: build/fuzz/obj/test/fuzz/fuzz_conf.o $(FUZZ_OBJS)

@@ -29,11 +29,25 @@
  * start more queue pairs) and REPLY_ACK, and for live migration LOG_ALL
  * with LOG_SHMFD: the dirty log of vu_log.c, mapped on SET_LOG_BASE and
  * written while SET_FEATURES has LOG_ALL on (log_update() hands it to
- * the rings that asked for used-ring logging in SET_VRING_ADDR). Not
- * offered: indirect descriptors, EVENT_IDX, the config space, inflight
- * tracking.
+ * the rings that asked for used-ring logging in SET_VRING_ADDR), and
+ * DEVICE_STATE: ferry's own state rides in qemu's migration stream.
+ * Not offered: indirect descriptors, EVENT_IDX, the config space,
+ * inflight tracking.
+ *
+ * Device state (vhost-user spec, "Migrating back-end state"): with the
+ * rings stopped, SET_DEVICE_STATE_FD hands us one end of a pipe and a
+ * direction. We answer first (no fd of our own), then move the whole
+ * state through the pipe at once (state_transfer(): the front-end reads
+ * or writes its end right after our answer): on the source we write what
+ * the layer above encodes (struct vu_state_ops, migrate.c) and close, on
+ * the destination we read to the end of file and hand it up. The loop
+ * waits on the pipe meanwhile, for VU_STATE_MS at most. CHECK_DEVICE_STATE
+ * then answers whether the transfer went through; a state that arrived
+ * but does not decode is the layer above's to refuse (it starts without
+ * it), not a failed transfer.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,11 +59,14 @@
 #include "ferry.h"
 #include "log.h"
 #include "util.h"
+#include "mig_state.h"
 #include "vhost_user.h"
 
 /* seccomp(vu): close mmap munmap newfstatat readlink recvmsg sendmsg write
  *   (the control socket, guest memory and the dirty log, the ring fds
  *   checked) */
+/* seccomp(vu): read poll clock_gettime
+ *   (the device state's pipe) */
 /* seccomp(setup): readlinkat */
 
 #define VU_MSGS_PER_EVENT	64	/* then back to the loop */
@@ -80,7 +97,13 @@ static const char *const vu_names[VU_REQUEST_MAX] = {
 	[VU_SET_PROTOCOL_FEATURES] = "SET_PROTOCOL_FEATURES",
 	[VU_GET_QUEUE_NUM] = "GET_QUEUE_NUM",
 	[VU_SET_VRING_ENABLE] = "SET_VRING_ENABLE",
+	[VU_SET_DEVICE_STATE_FD] = "SET_DEVICE_STATE_FD",
+	[VU_CHECK_DEVICE_STATE] = "CHECK_DEVICE_STATE",
 };
+
+/* The largest state: the guest, then a TCP record for every flow slot. */
+#define VU_STATE_MAX	(MIG_HDR_LEN + MIG_REC_HDR + MIG_GUEST_LEN +	\
+			 (size_t)FLOW_MAX * (MIG_REC_HDR + MIG_TCP_LEN))
 
 const char *vu_request_name(uint32_t request)
 {
@@ -95,9 +118,17 @@ void vu_init(struct ctx *c)
 	unsigned int i;
 
 	d->fd = -1;
+	d->xfer_fd = -1;
+	d->state_cap = VU_STATE_MAX;	/* touched only by a migration */
+	d->state_buf = alloc_startup(d->state_cap);
 	for (i = 0; i < VU_QUEUES; i++)
 		virtq_reset(&d->vq[i]);
 	c->link.vu = d;
+}
+
+void vu_state_ops_set(struct ctx *c, const struct vu_state_ops *ops)
+{
+	c->link.vu->state_ops = ops;
 }
 
 /* close_fd() - close *fd if open, mark it closed. */
@@ -171,6 +202,8 @@ void vu_detach(struct ctx *c)
 	d->in_fill = 0;
 	mem_unmap(&d->mem);
 	vu_log_unmap(&d->log);
+	close_fd(&d->xfer_fd);
+	d->state_failed = false;
 	d->features = d->protocol_features = 0;
 	log_update(d);
 	d->fd = -1;
@@ -392,6 +425,38 @@ static int vu_set_log_fd(struct ctx *c, struct vu_msg *m)
 	return m->nfds == 1 ? 0 : VU_R_PROTO;
 }
 
+/* vu_set_device_state_fd() - the pipe of a state transfer: taken (moved
+ * after the reply, see state_transfer()) for a known direction in the
+ * stopped phase, answered "no fd of ours"; anything else fails (status
+ * 1, the fd closed). */
+static int vu_set_device_state_fd(struct ctx *c, struct vu_msg *m)
+{
+	struct vu_dev *d = c->link.vu;
+	uint32_t dir = m->p.state.index, phase = m->p.state.num;
+
+	if (m->nfds != 1)
+		return VU_R_PROTO;
+	if ((dir != VU_STATE_SAVE && dir != VU_STATE_LOAD) ||
+	    phase != VU_STATE_PHASE_STOPPED) {
+		warn("vhost-user: device state: direction %u, phase %u "
+		     "not supported", dir, phase);
+		return reply_u64(m, 1);
+	}
+	close_fd(&d->xfer_fd);
+	d->xfer_fd = m->fds[0];
+	m->fds[0] = -1;
+	m->nfds = 0;
+	d->xfer_dir = dir;
+	d->state_failed = false;
+	return reply_u64(m, VU_STATE_NO_FD);
+}
+
+/* vu_check_device_state() - did the last transfer go through? */
+static int vu_check_device_state(struct ctx *c, struct vu_msg *m)
+{
+	return reply_u64(m, c->link.vu->state_failed ? 1 : 0);
+}
+
 /* vq_of() - the ring a state/addr/fd message names, or NULL. */
 static struct virtq *vq_of(struct ctx *c, uint64_t index)
 {
@@ -604,6 +669,8 @@ static const struct {
 	[VU_SET_PROTOCOL_FEATURES] = { vu_set_protocol_features, 8 },
 	[VU_GET_QUEUE_NUM] = { vu_get_queue_num, -1 },
 	[VU_SET_VRING_ENABLE] = { vu_set_vring_enable, 8 },
+	[VU_SET_DEVICE_STATE_FD] = { vu_set_device_state_fd, 8 },
+	[VU_CHECK_DEVICE_STATE] = { vu_check_device_state, -1 },
 };
 
 /* takes_fds() - may a request of this kind come with fds? */
@@ -616,6 +683,7 @@ static bool takes_fds(uint32_t request)
 	case VU_SET_VRING_KICK:
 	case VU_SET_VRING_CALL:
 	case VU_SET_VRING_ERR:
+	case VU_SET_DEVICE_STATE_FD:
 		return true;
 	default:
 		return false;
@@ -639,6 +707,114 @@ static int msg_dispatch(struct ctx *c, struct vu_msg *m)
 	if (m->nfds && !takes_fds(m->request))
 		return VU_R_PROTO;		/* fds where none belong */
 	return vu_reqs[m->request].fn(c, m);
+}
+
+/* pipe_wait() - wait until fd is ready for events, up to *left_ms (what
+ * is left of it written back); false on a timeout or an error. */
+static bool pipe_wait(int fd, short events, int *left_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	struct timespec t0, t1;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	n = poll(&p, 1, *left_ms);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*left_ms -= (int)((t1.tv_sec - t0.tv_sec) * 1000 +
+			  (t1.tv_nsec - t0.tv_nsec) / 1000000);
+	return n == 1 && *left_ms > 0;
+}
+
+/* state_write() - all len bytes of buf into the pipe; 0 or -1 (logged). */
+static int state_write(int fd, const uint8_t *buf, size_t len)
+{
+	int left = VU_STATE_MS;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN && pipe_wait(fd, POLLOUT, &left))
+			continue;
+		warn("vhost-user: device state: write: %s",
+		     n < 0 && errno != EAGAIN ? strerror(errno) : "timed out");
+		return -1;
+	}
+	return 0;
+}
+
+/* state_read() - the pipe's contents to its end of file into buf (at most
+ * cap bytes); their length, or -1 (logged) on an error, a timeout or more
+ * than cap bytes. */
+static ssize_t state_read(int fd, uint8_t *buf, size_t cap)
+{
+	int left = VU_STATE_MS;
+	size_t done = 0;
+
+	for (;;) {
+		uint8_t extra;
+		ssize_t n = done < cap ? read(fd, buf + done, cap - done)
+				       : read(fd, &extra, 1);
+
+		if (n == 0)
+			return (ssize_t)done;
+		if (n > 0 && done < cap) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n > 0) {
+			warn("vhost-user: device state over %zu bytes", cap);
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN && pipe_wait(fd, POLLIN, &left))
+			continue;
+		warn("vhost-user: device state: read: %s",
+		     errno != EAGAIN ? strerror(errno) : "timed out");
+		return -1;
+	}
+}
+
+/* state_transfer() - move the state through the pipe SET_DEVICE_STATE_FD
+ * gave (the front-end has our answer): encode and write it (source), or
+ * read it to the end and hand it up (destination); the pipe is closed,
+ * d->state_failed tells CHECK_DEVICE_STATE how it went. */
+static void state_transfer(struct ctx *c)
+{
+	struct vu_dev *d = c->link.vu;
+	int fd = d->xfer_fd;
+	ssize_t n;
+
+	d->xfer_fd = -1;
+	if (fd_set_nonblock(fd))
+		debug("vhost-user: state pipe: %s", strerror(errno));
+	if (d->xfer_dir == VU_STATE_SAVE) {
+		size_t len = d->state_ops ? d->state_ops->save(c, d->state_buf,
+							      d->state_cap)
+					  : 0;
+
+		d->state_failed = (d->state_ops && !len) ||
+				  state_write(fd, d->state_buf, len);
+		if (!d->state_failed)
+			info("vhost-user: device state sent: %zu bytes", len);
+	} else {
+		n = state_read(fd, d->state_buf, d->state_cap);
+		d->state_failed = n < 0;
+		if (n >= 0) {
+			info("vhost-user: device state received: %zd bytes",
+			     n);
+			if (d->state_ops)
+				d->state_ops->load(c, d->state_buf, (size_t)n);
+		}
+	}
+	close(fd);
 }
 
 int vu_msg_handle(struct ctx *c, struct vu_msg *m)
@@ -666,13 +842,17 @@ int vu_msg_handle(struct ctx *c, struct vu_msg *m)
 	}
 	m->request = req;
 	if (rc == VU_R_REPLY)
-		return send_reply(d, m);
-	if ((m->flags & VU_FLAG_NEED_REPLY) &&
-	    (d->protocol_features & VU_PF_REPLY_ACK)) {
+		rc = send_reply(d, m);
+	else if ((m->flags & VU_FLAG_NEED_REPLY) &&
+		 (d->protocol_features & VU_PF_REPLY_ACK)) {
 		reply_u64(m, rc == VU_R_FAIL);
-		return send_reply(d, m);
+		rc = send_reply(d, m);
+	} else {
+		rc = 0;
 	}
-	return 0;
+	if (d->xfer_fd >= 0)		/* after the reply: see there */
+		state_transfer(c);
+	return rc;
 }
 
 /* --- reading messages ---------------------------------------------- */

@@ -43,6 +43,8 @@ enum vu_request {
 	VU_SET_PROTOCOL_FEATURES = 16,
 	VU_GET_QUEUE_NUM = 17,
 	VU_SET_VRING_ENABLE = 18,
+	VU_SET_DEVICE_STATE_FD = 42,
+	VU_CHECK_DEVICE_STATE = 43,
 	VU_REQUEST_MAX
 };
 
@@ -68,14 +70,32 @@ enum vu_request {
 #define VU_PF_MQ		(1ULL << 0)
 #define VU_PF_LOG_SHMFD		(1ULL << 1)	/* SET_LOG_BASE with an fd */
 #define VU_PF_REPLY_ACK		(1ULL << 3)
+#define VU_PF_DEVICE_STATE	(1ULL << 19)	/* SET_DEVICE_STATE_FD */
 
 #define VU_FEATURES	(VU_F_CSUM | VU_F_GUEST_CSUM | VU_F_GUEST_TSO4 | \
 			 VU_F_GUEST_TSO6 | VU_F_HOST_TSO4 | VU_F_HOST_TSO6 | \
 			 VU_F_MRG_RXBUF | VU_F_PROTOCOL_FEATURES |	   \
 			 VU_F_VERSION_1 | VU_F_LOG_ALL)
-#define VU_PROTOCOL_FEATURES	(VU_PF_MQ | VU_PF_LOG_SHMFD | VU_PF_REPLY_ACK)
+#define VU_PROTOCOL_FEATURES	(VU_PF_MQ | VU_PF_LOG_SHMFD | VU_PF_REPLY_ACK | \
+				 VU_PF_DEVICE_STATE)
+
+/* SET_DEVICE_STATE_FD: direction, phase; its reply's no-fd bit */
+#define VU_STATE_SAVE		0u	/* source: back-end to front-end */
+#define VU_STATE_LOAD		1u	/* destination: front-end to back-end */
+#define VU_STATE_PHASE_STOPPED	0u
+#define VU_STATE_NO_FD		(1ULL << 8)
+#define VU_STATE_MS		10000	/* a transfer's time limit */
 
 #define VU_VRING_F_LOG		1u	/* SET_VRING_ADDR: log the used ring */
+
+/* The device state of a live migration: filled on the source, applied on
+ * the destination by the layer above (migrate.c, set by vm.c). save()
+ * writes at most cap bytes at buf and returns their number (0: failed);
+ * load() takes the len bytes received (it checks them). */
+struct vu_state_ops {
+	size_t (*save)(struct ctx *c, uint8_t *buf, size_t cap);
+	void (*load)(struct ctx *c, const uint8_t *buf, size_t len);
+};
 
 /* One message: header fields, payload, the fds that came with it. */
 struct vu_msg {
@@ -111,6 +131,14 @@ struct vu_dev {
 	struct vu_log log;		/* dirty log (SET_LOG_BASE) */
 	struct vu_log *data_log;	/* &log while logging (LOG_ALL), or
 					 * NULL: where frame data is marked */
+	/* device state (live migration) */
+	const struct vu_state_ops *state_ops;	/* NULL: nothing to move */
+	uint8_t *state_buf;		/* VU_STATE_MAX bytes (start-up) */
+	size_t state_cap;
+	int xfer_fd;			/* SET_DEVICE_STATE_FD's, until the
+					 * transfer after the reply; -1 */
+	uint32_t xfer_dir;		/* VU_STATE_SAVE or VU_STATE_LOAD */
+	bool state_failed;		/* the last transfer failed (CHECK) */
 	/* message being received */
 	struct vu_msg in;
 	uint8_t in_hdr[VU_HDR_SIZE];	/* its header as read */
@@ -123,6 +151,10 @@ struct vu_dev {
 /* vu_init() - allocate the device state (start-up, vm mode with
  * --vhost-user). */
 void vu_init(struct ctx *c);
+
+/* vu_state_ops_set() - what moves in a live migration (start-up, after
+ * vu_init(); none before: an empty state is sent, one received dropped). */
+void vu_state_ops_set(struct ctx *c, const struct vu_state_ops *ops);
 
 /* vu_attach() - serve a front-end on the connected socket fd: register it
  * with the loop and attach the guest link (tap_vu.c's backend). */

@@ -25,6 +25,7 @@
 
 #include "ferry.h"
 #include "log.h"
+#include "migrate.h"
 #include "util.h"
 #include "vhost_user.h"
 #include "vm.h"
@@ -237,8 +238,10 @@ void vm_start(struct ctx *c)
 {
 	union eref ref = { .type = EREF_LINK_LISTEN };
 
-	if (c->conf.vhost_user)
+	if (c->conf.vhost_user) {
 		vu_init(c);
+		vu_state_ops_set(c, &migrate_vu_ops);
+	}
 	if (c->conf.fd >= 0) {
 		struct stat st;
 

@@ -483,13 +483,40 @@ def tcp_progs():
     }
 
 
+def mig():
+    """Device states (mig_state.c's format): a good one, an empty one, and
+    broken ones (another version, cut, a record of the wrong length)."""
+    import zlib
+
+    def state(body, version=1):
+        return (b"FERRYMIG" + struct.pack("!III", version, 0, len(body)) +
+                struct.pack("!I", zlib.crc32(body)) + body)
+
+    guest = struct.pack("!HH", 1, 44) + bytes([1, 0, 2, 0, 0, 0, 0, 2,
+                                              198, 51, 100, 2]) + bytes(32)
+    key = bytes(10) + b"\xff\xff" + bytes([198, 51, 100, 2]) + bytes(10) + \
+        b"\xff\xff" + bytes([203, 0, 113, 7]) + struct.pack("!HH", 40000, 443)
+    tcp = struct.pack("!HH", 2, 62) + key + bytes([4, 7, 9, 0]) + \
+        struct.pack("!HIIIII", 1460, 1000, 900, 2000, 65535, 65535)
+    udp = struct.pack("!HH", 3, 36) + key
+    good = state(guest + tcp + udp)
+    return {
+        "good": good,
+        "empty": state(b""),
+        "version2": state(guest, version=2),
+        "cut": good[:-5],
+        "bad_len": state(struct.pack("!HH", 1, 43) + guest[4:-1]),
+    }
+
+
 def main():
     top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "corpus")
     for target, seeds in (("frame", frames()), ("stream", stream()),
                           ("conf", conf()), ("fwd", fwd()),
                           ("netlink", netlink()), ("scan", scan()),
-                          ("vu_sock", vu_sock()), ("tcp", tcp_progs())):
+                          ("vu_sock", vu_sock()), ("tcp", tcp_progs()),
+                          ("mig", mig())):
         d = os.path.join(top, target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():

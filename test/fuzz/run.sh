@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh - run one libFuzzer target for a while: test/fuzz/run.sh TARGET [SECONDS]
 #
-# TARGET is frame, stream, conf, fwd, netlink, scan, vu, vu_sock or tcp
+# TARGET is frame, stream, conf, fwd, netlink, scan, vu, vu_sock, tcp or mig
 # (build/fuzz/fuzz_TARGET, built by "make fuzz"). New interesting inputs
 # go to a working corpus in build/fuzz/corpus/TARGET (seeded from
 # test/fuzz/corpus/TARGET, which stays small and committed); crashes to

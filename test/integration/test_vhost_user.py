@@ -32,6 +32,7 @@ F_MRG_RXBUF, F_INDIRECT, F_EVENT_IDX, F_PROTOCOL, F_VERSION_1 = \
 F_LOG_ALL = 1 << 26
 PF_REPLY_ACK = 1 << 3
 PF_LOG_SHMFD = 1 << 1
+PF_DEVICE_STATE = 1 << 19
 VERSION = 1
 REPLY = 1 << 2
 
@@ -105,6 +106,7 @@ def test_features_offered(vu):
         assert not feat & bit, hex(feat)
     pf = fe.u64(GET_PROTOCOL_FEATURES)
     assert pf & PF_REPLY_ACK and pf & PF_LOG_SHMFD, hex(pf)	# dirty log
+    assert pf & PF_DEVICE_STATE, hex(pf)		# ferry's own state
     assert fe.u64(GET_QUEUE_NUM) == 1			# one queue pair
     fe.close()
 

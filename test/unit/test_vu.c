@@ -365,6 +365,7 @@ static void fe_end(struct fe *f)
 
 	if (f->c->link.up)
 		link_closed(f->c);
+	munmap(f->c->link.vu->state_buf, f->c->link.vu->state_cap);
 	munmap(f->c->link.vu, sizeof(struct vu_dev));
 	close(f->c->epfd);
 	test_ctx_free(f->c);

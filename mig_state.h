@@ -1,0 +1,95 @@
+/* mig_state.h - the device state ferry moves in a live migration: its
+ * wire format, encoder and checked decoder (mig_state.c). No ctx, no I/O:
+ * migrate.c fills and applies it, the fuzz target feeds the decoder.
+ */
+#ifndef FERRY_MIG_STATE_H
+#define FERRY_MIG_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MIG_MAGIC	"FERRYMIG"	/* 8 bytes, no terminator on the wire */
+#define MIG_VERSION	1u
+#define MIG_HDR_LEN	24u		/* magic, version, flags, length, crc */
+#define MIG_REC_HDR	4u		/* type (2 bytes), length (2) */
+
+enum mig_rec_type {
+	MIG_REC_GUEST = 1,	/* what ferry learnt of the guest */
+	MIG_REC_TCP = 2,	/* one TCP connection's translation state */
+	MIG_REC_UDP = 3,	/* one UDP flow */
+	MIG_REC_TYPES
+};
+
+/* The guest: its MAC (if known) and the addresses it used. */
+struct mig_guest {
+	bool mac_known;
+	uint8_t mac[6];
+	uint8_t seen4[4];
+	uint8_t seen6[16], ll6[16];
+};
+#define MIG_GUEST_LEN	44u
+
+/* A flow's guest-side key: addresses (IPv4 v4-mapped) and ports. */
+struct mig_key {
+	uint8_t a[16], b[16];	/* guest's address, the remote it sees */
+	uint16_t pa, pb;
+};
+#define MIG_KEY_LEN	36u
+
+/* A TCP connection as the guest sees it: sequence numbers both ways,
+ * windows, scales and MSS (the host socket's state travels apart). */
+struct mig_tcp {
+	struct mig_key key;
+	uint8_t state;			/* enum tcp_cstate */
+	uint8_t ws_from_guest, ws_to_guest;
+	uint16_t mss_to_guest;
+	uint32_t seq_to_guest, seq_acked_by_guest, seq_from_guest;
+	uint32_t wnd_from_guest, wnd_to_guest;
+};
+#define MIG_TCP_LEN	(MIG_KEY_LEN + 6u + 20u)
+
+struct mig_udp {
+	struct mig_key key;
+};
+#define MIG_UDP_LEN	MIG_KEY_LEN
+
+/* The encoder writes into a buffer the caller owns. */
+struct mig_enc {
+	uint8_t *buf;
+	size_t cap, len;
+	bool full;		/* a record did not fit: the state is lost */
+};
+
+/* mig_enc_start() - begin a state in buf (cap bytes). */
+void mig_enc_start(struct mig_enc *e, uint8_t *buf, size_t cap);
+
+/* mig_put_guest()/mig_put_tcp()/mig_put_udp() - append one record;
+ * false (and e->full) if it does not fit. */
+bool mig_put_guest(struct mig_enc *e, const struct mig_guest *g);
+bool mig_put_tcp(struct mig_enc *e, const struct mig_tcp *t);
+bool mig_put_udp(struct mig_enc *e, const struct mig_udp *u);
+
+/* mig_enc_finish() - write the header (length, checksum); the state's
+ * length in bytes, or 0 if a record did not fit. */
+size_t mig_enc_finish(struct mig_enc *e);
+
+/* What the decoder hands each record to (any may be NULL: skipped). */
+struct mig_visit {
+	void (*guest)(void *opaque, const struct mig_guest *g);
+	void (*tcp)(void *opaque, const struct mig_tcp *t);
+	void (*udp)(void *opaque, const struct mig_udp *u);
+};
+
+/* mig_decode() - check the whole state in buf (len bytes: magic, version,
+ * length, checksum, every record's type and length, at most one guest
+ * record), then, only if all of it is good, hand each record to v.
+ * Returns 0, or -1 with *why set to one line saying what is wrong (and
+ * nothing handed on). */
+int mig_decode(const uint8_t *buf, size_t len, const struct mig_visit *v,
+	       void *opaque, const char **why);
+
+/* mig_crc32() - CRC-32 (IEEE 802.3, reflected) of len bytes at p. */
+uint32_t mig_crc32(const uint8_t *p, size_t len);
+
+#endif /* FERRY_MIG_STATE_H */
