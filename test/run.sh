@@ -9,8 +9,9 @@
 # Environment: FERRY_TESTS=PATTERN runs only pytest tests matching it (-k);
 # FERRY_BIN overrides the binary the integration tests start; SKIP_VM=1
 # leaves out the tests that boot a qemu guest (test_vm.py,
-# test_vhost_user.py) and the guest build they need (test/guest/build.sh:
-# the only step that downloads a kernel package).
+# test_vhost_user.py, test_migrate.py), the guest build they need
+# (test/guest/build.sh: the only step that downloads a kernel package)
+# and qemu 10.0's (test/qemu10.sh, for test_migrate.py).
 #
 # FERRY_VALGRIND=1 (make valgrind): the unit tests built without
 # sanitizers (build/unit-plain) under valgrind memcheck, then the
@@ -97,11 +98,16 @@ fi
 if [ "${SKIP_VM:-}" = 1 ]; then
 	echo "== VM tests skipped (SKIP_VM=1): no guest build, no qemu"
 	files+=(--ignore=test/integration/test_vm.py
-		--ignore=test/integration/test_vhost_user.py)
+		--ignore=test/integration/test_vhost_user.py
+		--ignore=test/integration/test_migrate.py)
 else
 	echo "== guest image for the VM tests (test/guest/build.sh)"
 	bash test/guest/build.sh >/dev/null ||
 		echo "guest build failed: the VM tests will fail saying why"
+	# test_migrate.py: qemu 10.0 unpacked beside the system's qemu
+	echo "== qemu 10.0 for the migration tests (test/qemu10.sh)"
+	bash test/qemu10.sh >/dev/null ||
+		echo "no qemu 10.0: the migration tests will fail saying why"
 fi
 
 echo "== integration tests (sandbox)"
