@@ -11,7 +11,8 @@ dirty logging (LOG_ALL), and carries ferry's device state in its stream
 The guest pings its gateway every 0.2 s through the switch-over and
 counts the longest run of missing replies (the downtime as the guest saw
 it, printed as INFO for the report); after it, ping and a new DHCP
-request must work through the destination's ferry.
+request must work through the destination's ferry. A migration cancelled
+while memory is being copied leaves the guest working on the source.
 """
 import json
 import os
@@ -141,12 +142,12 @@ def stop(p):
     p.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory):
-    """Boot on the source, migrate to the destination while pinging; the
-    result: consoles, both ferries' logs, the migration's figures."""
+def run_migration(tmp_path_factory, name, cancel):
+    """Boot on the source, migrate to the destination while pinging (or,
+    cancel: start the migration slowed down and cancel it once memory is
+    moving); yields consoles, both ferries, the migration's figures."""
     cache, _ = build_guest()
-    work = tmp_path_factory.mktemp("migrate")
+    work = tmp_path_factory.mktemp(name)
     (work / "src").mkdir()
     (work / "dst").mkdir()
     fsrc = FerryVM(work / "src", ["--vhost-user"])
@@ -162,30 +163,52 @@ def migrated(tmp_path_factory):
                  procs[0].poll() is not None, 300, "the guest to boot")
         assert procs[0].poll() is None, console(work, "src")
         q = Qmp(str(work / "src.qmp"))
+        if cancel:			# 256 KiB/s: many seconds of copying
+            q.cmd("migrate-set-parameters", **{"max-bandwidth": 256 << 10})
         t0 = time.monotonic()
         q.cmd("migrate", uri=f"unix:{mig}")
 
-        def done():
-            st = q.cmd("query-migrate")
-            r["info"] = st
-            return st.get("status") in ("completed", "failed", "cancelled")
-        wait_for(done, 180, "the migration to end", interval=0.2)
+        def status():
+            r["info"] = q.cmd("query-migrate")
+            return r["info"].get("status")
+        if cancel:
+            wait_for(lambda: r["info"].get("ram", {}).get("transferred", 0)
+                     > (1 << 20) if status() == "active" else
+                     status() != "setup", 60, "memory moving", interval=0.2)
+            assert status() == "active", r["info"]
+            q.cmd("migrate_cancel")
+        wait_for(lambda: status() in ("completed", "failed", "cancelled"),
+                 180, "the migration to end", interval=0.2)
         r["wall"] = time.monotonic() - t0
         q.close()
-        assert r["info"]["status"] == "completed", (
+        want = "cancelled" if cancel else "completed"
+        assert r["info"]["status"] == want, (
             f"{r['info']}\nsource ferry:\n{fsrc.output()[-2000:]}\n"
             f"destination ferry:\n{fdst.output()[-2000:]}\n"
             f"{(work / 'dst.qemu.out').read_text()[-2000:]}")
-        wait_for(lambda: "FERRY-GUEST-EXIT" in console(work, "dst") or
-                 procs[1].poll() is not None, 300, "the guest to finish")
+        end = "src" if cancel else "dst"
+        wait_for(lambda: "FERRY-GUEST-EXIT" in console(work, end) or
+                 procs[0 if cancel else 1].poll() is not None, 300,
+                 "the guest to finish")
         # the source's console holds what came before the switch
-        r["console"] = console(work, "src") + console(work, "dst")
+        r["console"] = console(work, "src") + \
+            ("" if cancel else console(work, "dst"))
         yield r
     finally:
         for p in procs:
             stop(p)
         fsrc.stop()
         fdst.stop()
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory):
+    yield from run_migration(tmp_path_factory, "migrate", cancel=False)
+
+
+@pytest.fixture(scope="module")
+def cancelled(tmp_path_factory):
+    yield from run_migration(tmp_path_factory, "cancel", cancel=True)
 
 
 def check(r, name):
@@ -220,3 +243,14 @@ def test_guest_downtime_reported(migrated):
     assert any(ln.startswith("INFO longest gap") for ln in info), \
         migrated["console"][-3000:]
     print("\n".join(info), "(pings 0.2 s apart)")
+
+
+@pytest.mark.parametrize("name", ["ping before migration",
+                                  "ping after migration",
+                                  "DHCP after migration"])
+def test_cancelled_migration_leaves_source_working(cancelled, name):
+    """Cancelled while memory moves: the guest goes on on the source, its
+    ferry serving it (the rings restarted, logging off)."""
+    assert "device state sent" not in cancelled["src"].output()
+    assert cancelled["src"].alive(), cancelled["src"].output()
+    check(cancelled, name)
