@@ -4,6 +4,10 @@
  * resolves, other than its own (duplicate address detection, gratuitous
  * announcements), ferry answers with its own MAC so the frame comes to
  * ferry, which translates it to host sockets. Replies are never broadcast.
+ *
+ * One exception: after a live migration the destination announces the
+ * gateway's address with its MAC (arp_announce(): a gratuitous ARP
+ * request, broadcast), so the guest's neighbour entry is fresh at once.
  */
 #include "arp.h"
 #include "ferry.h"
@@ -11,10 +15,33 @@
 #include "util.h"
 #include "wire.h"
 
+/* arp_send() - queue an ARP message of ours to the guest: Ethernet to
+ * dst, op, our MAC as sender at spa, target tha/tpa. False if the batch
+ * has no room. */
+static bool arp_send(struct ctx *c, const uint8_t *dst, uint16_t op,
+		     const void *spa, const uint8_t *tha, const void *tpa)
+{
+	uint8_t *f, *b;
+
+	if (!(f = tap_tx_reserve(c, ETH_HLEN_ + ARP_LEN)))
+		return false;
+	b = eth_build(f, dst, c->conf.our_mac, ETH_P_ARP_);
+	wr16(b + ARP_OFF_HTYPE, ARP_HTYPE_ETH);
+	wr16(b + ARP_OFF_PTYPE, ETH_P_IP_);
+	b[ARP_OFF_HALEN] = 6;
+	b[ARP_OFF_PALEN] = 4;
+	wr16(b + ARP_OFF_OP, op);
+	memcpy(b + ARP_OFF_SHA, c->conf.our_mac, 6);
+	memcpy(b + ARP_OFF_SPA, spa, 4);
+	memcpy(b + ARP_OFF_THA, tha, 6);
+	memcpy(b + ARP_OFF_TPA, tpa, 4);
+	tap_tx_commit(c, ETH_HLEN_ + ARP_LEN);
+	return true;
+}
+
 enum drop_reason arp_input(struct ctx *c, const struct pkt *p)
 {
 	const struct arp_view *a = &p->arp;
-	uint8_t *f, *b;
 
 	if (a->op != 1)				/* replies: nothing to learn */
 		return DROP_ARP_IGNORED;
@@ -22,18 +49,17 @@ enum drop_reason arp_input(struct ctx *c, const struct pkt *p)
 	    in4_eq(&a->tpa, &c->conf.ip4.addr) ||
 	    in4_is_mcast_or_bcast(a->tpa))
 		return DROP_ARP_IGNORED;	/* DAD, announcements, own */
-	if (!(f = tap_tx_reserve(c, ETH_HLEN_ + ARP_LEN)))
+	if (!arp_send(c, a->sha, ARP_OP_REPLY, &a->tpa, a->sha, &a->spa))
 		return DROP_TX_FULL;
-	b = eth_build(f, a->sha, c->conf.our_mac, ETH_P_ARP_);
-	wr16(b + ARP_OFF_HTYPE, ARP_HTYPE_ETH);
-	wr16(b + ARP_OFF_PTYPE, ETH_P_IP_);
-	b[ARP_OFF_HALEN] = 6;
-	b[ARP_OFF_PALEN] = 4;
-	wr16(b + ARP_OFF_OP, ARP_OP_REPLY);
-	memcpy(b + ARP_OFF_SHA, c->conf.our_mac, 6);
-	memcpy(b + ARP_OFF_SPA, &a->tpa, 4);
-	memcpy(b + ARP_OFF_THA, a->sha, 6);
-	memcpy(b + ARP_OFF_TPA, &a->spa, 4);
-	tap_tx_commit(c, ETH_HLEN_ + ARP_LEN);
 	return DROP_NONE;
+}
+
+void arp_announce(struct ctx *c)
+{
+	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t none[6] = { 0 };
+
+	if (!arp_send(c, bcast, ARP_OP_REQUEST, &c->conf.ip4.gw, none,
+		      &c->conf.ip4.gw))
+		drop(c, DROP_TX_FULL);
 }

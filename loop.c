@@ -32,6 +32,7 @@
 #include "drain.h"
 #include "ferry.h"
 #include "log.h"
+#include "migrate.h"
 #include "ndp.h"
 #include "notify.h"
 #include "ns.h"
@@ -192,6 +193,7 @@ static void timers_run(struct ctx *c)
 	tcp_fwd_timer(c);
 	udp_timer(c);
 	stream_timer(c);
+	migrate_timer(c);
 }
 
 /* loop_timeout() - epoll_wait() timeout in ms: until the earliest timer

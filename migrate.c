@@ -18,15 +18,24 @@
  * A state that does not decode (another version, truncated, corrupted)
  * is refused whole with one line saying why; the destination then runs
  * as a freshly started ferry would.
+ *
+ * Once a state is taken, the destination announces the gateway to the
+ * guest (a gratuitous ARP, an unsolicited Neighbour Advertisement) as
+ * soon as its receive ring runs again (migrate_timer(), polled every
+ * MIG_ANNOUNCE_POLL_MS until then).
  */
 #include <string.h>
 
+#include "arp.h"
 #include "ferry.h"
 #include "log.h"
 #include "mig_state.h"
 #include "migrate.h"
+#include "ndp.h"
 #include "tcp_conn.h"
 #include "vhost_user.h"
+
+#define MIG_ANNOUNCE_POLL_MS	100
 
 /* key_to_mig() - a flow's guest-side key in the state's form. */
 static void key_to_mig(const struct flow_key *k, struct mig_key *m)
@@ -154,6 +163,32 @@ void migrate_load(struct ctx *c, const uint8_t *buf, size_t len)
 	info("migration: device state taken: guest MAC and addresses; "
 	     "%u TCP connections and %u UDP flows not carried on (their "
 	     "sockets stay on the source)", l.tcp, l.udp);
+	c->link.announce = true;
+	timer_request(c, 0);
+}
+
+/* can_reach_guest() - may frames go to the guest now? */
+static bool can_reach_guest(const struct ctx *c)
+{
+	if (!c->link.up)
+		return false;
+	return !c->link.vu || virtq_ready(&c->link.vu->vq[VU_RXQ]);
+}
+
+void migrate_timer(struct ctx *c)
+{
+	if (!c->link.announce)
+		return;
+	if (!can_reach_guest(c)) {
+		timer_request(c, MIG_ANNOUNCE_POLL_MS);
+		return;
+	}
+	c->link.announce = false;
+	if (c->conf.ip4.enabled)
+		arp_announce(c);
+	if (c->conf.ip6.enabled)
+		ndp_announce(c);
+	info("migration: gateway announced to the guest");
 }
 
 const struct vu_state_ops migrate_vu_ops = {

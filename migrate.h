@@ -15,6 +15,10 @@ size_t migrate_save(struct ctx *c, uint8_t *buf, size_t cap);
  * not decode is refused whole (logged): nothing of it is applied. */
 void migrate_load(struct ctx *c, const uint8_t *buf, size_t len);
 
+/* migrate_timer() - the loop's timer: after a state was taken, announce
+ * the gateway to the guest once its receive ring runs (then nothing). */
+void migrate_timer(struct ctx *c);
+
 /* For vhost_user.c's SET_DEVICE_STATE_FD (vm.c hands them over). */
 extern const struct vu_state_ops migrate_vu_ops;
 

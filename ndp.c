@@ -292,6 +292,24 @@ static enum drop_reason ndp_ns(struct ctx *c, const struct pkt *p,
 	return send_to(c, &t, &dst, na, sizeof(na));
 }
 
+void ndp_announce(struct ctx *c)
+{
+	uint8_t na[NDP_NS_LEN + NDOPT_UNIT];
+	struct in6_addr ll, dst;
+	enum drop_reason r;
+
+	ndp_router_ll(c, &ll);
+	all_nodes(&dst);
+	memset(na, 0, sizeof(na));
+	na[ICMP_OFF_TYPE] = NDP_NA;
+	na[NDP_OFF_NA_FLAGS] = NA_ROUTER | NA_OVERRIDE;	/* unsolicited */
+	memcpy(na + NDP_OFF_TARGET, &ll, 16);
+	ndopt_put(na + NDP_NS_LEN, OPT_TLLA, NDOPT_UNIT);
+	memcpy(na + NDP_NS_LEN + NDOPT_OFF_LLADDR, c->conf.our_mac, 6);
+	if ((r = send_to(c, &ll, &dst, na, sizeof(na))) != DROP_NONE)
+		drop(c, r);
+}
+
 /* ndp_rs() - Router Solicitation: answer with an RA. */
 static enum drop_reason ndp_rs(struct ctx *c, const struct pkt *p,
 			       bool has_slla)

@@ -26,5 +26,9 @@ void ndp_timer(struct ctx *c);
 /* ndp_router_ll() - our link-local address, source of RAs and DHCPv6
  * replies: conf.ip6.gw if link-local, else fe80::1. */
 void ndp_router_ll(const struct ctx *c, struct in6_addr *a);
+/* ndp_announce() - an unsolicited Neighbour Advertisement to all nodes:
+ * our link-local address is at our MAC, override set (after a live
+ * migration). No room to queue it: counted. */
+void ndp_announce(struct ctx *c);
 
 #endif /* FERRY_NDP_H */

@@ -125,6 +125,9 @@ struct link {
 	/* The guest's kernel may hand us TCP segmentation offload frames
 	 * (TUN_F_TSO4 and TUN_F_TSO6): up to 64 KiB of payload per frame. */
 	bool rx_tso;
+	/* A live migration brought the guest here: announce the gateway to
+	 * it once frames can reach it (migrate.c migrate_timer()). */
+	bool announce;
 	struct tx_batch tx;
 	struct rx_batch rx;
 	struct vu_dev *vu;		/* vhost-user device (vhost_user.h),

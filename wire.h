@@ -58,6 +58,7 @@ enum {
 	ARP_LEN		= 28,
 };
 #define ARP_HTYPE_ETH	1
+#define ARP_OP_REQUEST	1
 #define ARP_OP_REPLY	2
 
 /* IPv4 (RFC 791), without options. */

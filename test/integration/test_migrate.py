@@ -225,6 +225,7 @@ def test_migration_completes_with_device_state(migrated):
     assert "vhost-user: device state sent" in src, src
     assert "vhost-user: device state received" in dst, dst
     assert "migration: device state taken" in dst, dst
+    assert "migration: gateway announced to the guest" in dst, dst
     print("INFO migration", migrated["info"].get("downtime"), "ms downtime "
           "(qemu's figure),", f"{migrated['wall']:.1f} s wall")
     print("INFO", [ln for ln in src.splitlines() if "device state" in ln])

@@ -439,3 +439,54 @@ TEST(mig_corpus_seeds_decode_as_named)
 			      s.t.key.pb == 443 && s.t.seq_from_guest == 2000);
 	}
 }
+
+/* After a state is taken, the loop's timer announces the gateway once
+ * frames reach the guest: a broadcast gratuitous ARP (sender = target =
+ * the gateway, at our MAC) and an unsolicited NA from fe80::1 to ff02::1
+ * (router and override set, solicited clear, our MAC as target link-layer
+ * address). Not while the link is down; once only. */
+TEST(mig_destination_announces_gateway)
+{
+	struct ctx *src = test_ctx(), *dst = test_ctx();
+	uint8_t buf[512];
+	const uint8_t *f;
+	size_t len, n;
+
+	n = migrate_save(src, buf, sizeof(buf));
+	dst->link.up = false;
+	migrate_load(dst, buf, n);
+	CHECK(dst->link.announce);
+	migrate_timer(dst);			/* no link: nothing yet */
+	CHECK_EQ(test_tx_n(dst), 0);
+	CHECK(dst->link.announce);
+	dst->link.up = true;
+	migrate_timer(dst);
+	CHECK(!dst->link.announce);
+	CHECK_EQ(test_tx_n(dst), 2);
+	f = test_tx(dst, 0, &len);
+	CHECK(len >= 42);			/* padded to 60 */
+	CHECK(!memcmp(f, "\xff\xff\xff\xff\xff\xff", 6));
+	CHECK(!memcmp(f + 6, dst->conf.our_mac, 6));
+	CHECK_EQ(rd16(f + 12), 0x0806);
+	CHECK_EQ(rd16(f + 14 + 6), 1);			/* request */
+	CHECK(!memcmp(f + 14 + 8, dst->conf.our_mac, 6));
+	CHECK(!memcmp(f + 14 + 14, "\xc6\x33\x64\x01", 4));	/* spa */
+	CHECK(!memcmp(f + 14 + 24, "\xc6\x33\x64\x01", 4));	/* tpa */
+	f = test_tx(dst, 1, &len);
+	CHECK_EQ(len, 14 + 40 + 32);
+	CHECK(!memcmp(f, "\x33\x33\x00\x00\x00\x01", 6));
+	CHECK_EQ(rd16(f + 12), 0x86dd);
+	CHECK_EQ(f[14 + 6], 58);			/* ICMPv6 */
+	CHECK_EQ(f[14 + 7], 255);			/* hop limit */
+	CHECK_EQ(f[14 + 8], 0xfe);			/* from fe80::1 */
+	CHECK_EQ(f[14 + 24], 0xff);			/* to ff02::1 */
+	CHECK_EQ(f[54], 136);				/* NA */
+	CHECK_EQ(f[54 + 4], 0xa0);			/* R, O; not S */
+	CHECK_EQ(f[54 + 8], 0xfe);			/* target fe80::1 */
+	CHECK(!memcmp(f + 54 + 26, dst->conf.our_mac, 6));
+	test_tx_reset(dst);
+	migrate_timer(dst);				/* once only */
+	CHECK_EQ(test_tx_n(dst), 0);
+	test_ctx_free(src);
+	test_ctx_free(dst);
+}
