@@ -47,6 +47,9 @@
 	X(UDP_LEN,		"UDP length inconsistent")		\
 	X(L4_PORT_ZERO,		"zero port")				\
 	X(MCAST_BCAST,		"broadcast/multicast destination")	\
+	X(MCAST_REPORT,		"malformed IGMP/MLD message")		\
+	X(MCAST_QUERY,		"IGMP/MLD query or other type from the guest") \
+	X(MCAST_GROUPS,		"multicast group cap reached")		\
 	/* Services */							\
 	X(ICMP_TYPE,		"ICMP type not handled")		\
 	X(ICMP_DISABLED,	"ICMP echo forwarding disabled/unavailable") \

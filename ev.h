@@ -26,6 +26,7 @@ enum eref_type {
 	EREF_TCP_SPLICE,	/* loopback splice socket */
 	EREF_UDP,		/* UDP flow socket */
 	EREF_UDP_LISTEN,	/* UDP forwarded-port socket */
+	EREF_UDP_MCAST,		/* UDP socket of a group the guest joined */
 	EREF_VU,		/* vm mode: vhost-user control socket */
 	EREF_EXIT_FD,		/* --exit-fd (notify.c) */
 	EREF_TYPE_MAX

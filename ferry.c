@@ -20,6 +20,7 @@
 #include <sys/signalfd.h>
 
 #include "ferry.h"
+#include "igmp.h"
 #include "isolate.h"
 #include "log.h"
 #include "nat.h"
@@ -214,6 +215,7 @@ int main(int argc, char **argv)
 	icmp_init(c);
 	tcp_init(c);
 	udp_init(c);
+	igmp_init(c);
 #ifdef FERRY_TEST
 	fault_init(c);
 #endif

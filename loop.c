@@ -31,6 +31,7 @@
 
 #include "drain.h"
 #include "ferry.h"
+#include "igmp.h"
 #include "log.h"
 #include "migrate.h"
 #include "ndp.h"
@@ -156,6 +157,7 @@ static void dispatch(struct ctx *c, union eref ref, uint32_t events)
 		break;
 	case EREF_UDP:
 	case EREF_UDP_LISTEN:
+	case EREF_UDP_MCAST:
 		udp_sock_handler(c, ref.u64, events);
 		break;
 	default:
@@ -192,6 +194,7 @@ static void timers_run(struct ctx *c)
 	tcp_timer(c);
 	tcp_fwd_timer(c);
 	udp_timer(c);
+	igmp_timer(c);
 	stream_timer(c);
 	migrate_timer(c);
 }

@@ -27,6 +27,7 @@
 #include "dhcp.h"
 #include "dhcpv6.h"
 #include "ferry.h"
+#include "igmp.h"
 #include "ndp.h"
 #include "pcap.h"
 #include "pkt.h"
@@ -104,6 +105,8 @@ static enum drop_reason dispatch_ip4(struct ctx *c, const struct pkt *p)
 	if (p->l4proto == IPPROTO_UDP && p->udp.dport == 67)
 		return c->conf.no_dhcp ? DROP_SERVICE_DISABLED
 				       : dhcp_input(c, p);
+	if (p->l4proto == IPPROTO_IGMP)	/* from 0.0.0.0 too (RFC 3376 4.2.13) */
+		return igmp_input(c, p);
 	if (!src4_ok(s))
 		return DROP_IP4_SRC;
 	if (in4_is_mcast_or_bcast(p->dst4))
@@ -127,6 +130,8 @@ static enum drop_reason dispatch_ip6(struct ctx *c, const struct pkt *p)
 	if (p->l4proto == IPPROTO_ICMPV6 && p->icmp.type >= 133 &&
 	    p->icmp.type <= 137)
 		return c->conf.no_ndp ? DROP_SERVICE_DISABLED : ndp_input(c, p);
+	if (p->l4proto == IPPROTO_ICMPV6 && igmp_is_mld(p->icmp.type))
+		return igmp_input(c, p);	/* from :: too (RFC 3810 5.2.13) */
 	if (p->l4proto == IPPROTO_UDP && p->udp.dport == 547)
 		return c->conf.no_dhcpv6 ? DROP_SERVICE_DISABLED
 					 : dhcpv6_input(c, p);

@@ -102,7 +102,7 @@
 #include "util.h"
 #include "wire.h"
 
-/* seccomp(all): bind close connect recvmmsg sendmmsg setsockopt
+/* seccomp(all): bind close connect getsockname recvmmsg sendmmsg setsockopt
  *   (UDP flows' host sockets) */
 /* seccomp(all): socket(0=AF_INET) socket(0=AF_INET6) */
 /* seccomp(setup): mmap */
@@ -281,6 +281,12 @@ int udp_sock_setup(int fd, bool v6)
 	 * kernel caps this at net.core.[rw]mem_max). Best effort. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
+	/* Only the groups a socket joined itself (none but mcast.c's): a
+	 * port's other sockets would hear every group the host joined.
+	 * Best effort (IPV6_MULTICAST_ALL is Linux 4.20's). */
+	setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+		   v6 ? IPV6_MULTICAST_ALL : IP_MULTICAST_ALL, &(int){ 0 },
+		   sizeof(int));
 	if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
 		       v6 ? IPV6_RECVERR : IP_RECVERR, &one, sizeof(one)))
 		return -errno;
@@ -311,6 +317,9 @@ int udp_socket(const union inany *a, uint16_t port, unsigned int flags,
 		goto out;
 	if ((flags & UDP_SOCK_FREEBIND) && (rc = sock_freebind(fd, v6)))
 		goto out;
+	if ((flags & UDP_SOCK_REUSE) &&
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof(int)))
+		goto fail;
 	sl = inany_to_sa(&sa, a, port);
 	rc = bind(fd, (struct sockaddr *)&sa, sl);
 	if (rc && (flags & UDP_SOCK_MAY_MOVE) && port && (errno == EADDRINUSE || errno == EACCES)) {
@@ -334,6 +343,35 @@ static void out_bind_addr(const struct ctx *c, bool v6, union inany *a)
 		inany_from6(a, &c->conf.ip6.outbound);
 	else
 		inany_from4(a, c->conf.ip4.outbound);
+}
+
+/* sock_port() - the local port socket fd is bound to, 0 if unknown. */
+static uint16_t sock_port(int fd)
+{
+	sockaddr_inany sa;
+	socklen_t sl = sizeof(sa);
+	union inany a;
+	uint16_t port = 0;
+
+	if (!getsockname(fd, (struct sockaddr *)&sa, &sl))
+		inany_from_sa(&sa, &a, &port);
+	return port;
+}
+
+/* udp_mcast_ports() - see udp_int.h: the multicast flows' host ports,
+ * then the groups'. */
+void udp_mcast_ports(const struct ctx *c, uint64_t *bits)
+{
+	const struct flow *fl;
+
+	for (fl = flow_first(&c->flows, FLOW_UDP); fl;
+	     fl = flow_next(&c->flows, fl)) {
+		const struct udp_flow *u = UDP_FLOW(fl);
+
+		if (u->mkind && u->hport)
+			bits[u->hport / 64] |= 1ULL << (u->hport % 64);
+	}
+	mcast_ports(c, bits);
 }
 
 /* udp_flow_out() - a new outbound flow for guest datagram p with key k.
@@ -361,7 +399,8 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 	if (!fl)
 		return DROP_FLOW_TABLE_FULL;
 	u = UDP_FLOW(fl);
-	fd = udp_socket(&local, k->pa, UDP_SOCK_MAY_MOVE,
+	fd = udp_socket(&local, k->pa, UDP_SOCK_MAY_MOVE |
+			(mk != MCAST_NONE ? UDP_SOCK_REUSE : 0),
 			p->is_v6 ? c->conf.outbound_if6 : c->conf.outbound_if4);
 	if (fd < 0)
 		goto fail;
@@ -377,6 +416,7 @@ static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,
 	if (mk != MCAST_NONE) {		/* unconnected: answers from anyone */
 		if (mcast_out_sock(c, fd, p->is_v6, mk, p->ttl))
 			goto fail;
+		u->hport = sock_port(fd);
 	} else if (connect(fd, (struct sockaddr *)&sa, sl) &&
 		   errno != EINPROGRESS) {
 		debug("udp: connect: %s", strerror(errno));
@@ -476,6 +516,8 @@ enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 			return r;
 	}
 	udp_flow_touch(c, fl);
+	if (UDP_FLOW(fl)->mkind == MCAST_GROUP)
+		mcast_port_seen(c, &dst, p->udp.dport);
 	udp_ttl_follow(c, fl, p->ttl);
 	if (p->gso == PKT_GSO_UDP && p->gso_size) {
 		size_t off = 0, n;
@@ -774,6 +816,45 @@ static size_t udp_frame_hdrs(const struct ctx *c, uint8_t *f,
 	return (size_t)(t - f) + l4len;
 }
 
+/* rx_ttl() - the TTL / hop limit control message of received message
+ * mh, 0 when it has none. */
+static uint8_t rx_ttl(const struct msghdr *mh)
+{
+	struct cmsghdr *cm;
+	int v;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm;
+	     cm = CMSG_NXTHDR((struct msghdr *)mh, cm)) {
+		if ((cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TTL) ||
+		    (cm->cmsg_level == IPPROTO_IPV6 &&
+		     cm->cmsg_type == IPV6_HOPLIMIT)) {
+			memcpy(&v, CMSG_DATA(cm), sizeof(v));
+			return (uint8_t)v;
+		}
+	}
+	return 0;
+}
+
+/* group_frame_fix() - frame f (headers by udp_frame_hdrs()) carries a
+ * datagram to one of the guest's groups: to the group's Ethernet
+ * address, with the TTL / hop limit it arrived with (ttl 0: as built;
+ * the IPv4 header checksum again). */
+static void group_frame_fix(uint8_t *f, const union inany *g, uint8_t ttl)
+{
+	uint8_t *l3 = f + ETH_HLEN_;
+
+	mcast_group_mac(g, f + ETH_OFF_DST);
+	if (!ttl)
+		return;
+	if (!inany_is4(g)) {
+		l3[IP6_OFF_HLIM] = ttl;
+		return;
+	}
+	l3[IP4_OFF_TTL] = ttl;
+	wr16(l3 + IP4_OFF_CSUM, 0);
+	wr16(l3 + IP4_OFF_CSUM, csum(l3, IP4_HLEN));
+}
+
 /* uso_run() - on a USO link, append to the datagram of slot i (tot
  * payload bytes so far, the first one's size s) the payloads of the
  * slots after it that may share its GSO frame: same flow, not empty, of
@@ -839,6 +920,9 @@ void udp_frames_commit(struct ctx *c, struct udp_rxb *b, unsigned int n,
 		};
 		b->lens[i] = udp_frame_hdrs(c, b->frames[i], &b->keys[i], tot,
 					    partial);
+		if (b->group)
+			group_frame_fix(b->frames[i], &b->keys[i].a,
+					rx_ttl(&b->mm[i].msg_hdr));
 	}
 	if (partial)
 		tap_tx_commit_many_offv(c, b->lens, n, offs);
@@ -893,6 +977,7 @@ unsigned int udp_rxb_recv(struct ctx *c, int fd, bool v6, bool meta,
 	int r;
 
 	*full = false;
+	b->group = false;
 	n = tap_tx_reserve_many(c, hl + pmax, b->frames, UDP_BATCH);
 	if (!n) {
 		udp_discard(c, fd, b);
@@ -949,6 +1034,37 @@ static bool udp_flow_recv(struct ctx *c, struct flow *fl, struct udp_rxb *b)
 	return full;
 }
 
+/* udp_group_recv() - datagrams on the socket of a group the guest
+ * joined (slot idx, mcast.c) to the guest: from each sender (as
+ * nat_inbound_l4() shows it) to the group and the socket's port, on
+ * the group's Ethernet address. Returns false when the socket is
+ * drained or the group gone. */
+static bool udp_group_recv(struct ctx *c, uint32_t idx, struct udp_rxb *b)
+{
+	struct mcast_group *g;
+	unsigned int n, i;
+	uint16_t port;
+	bool full;
+	int fd;
+
+	g = mcast_group_at(c, idx, &port, &fd);
+	if (!g)
+		return false;
+	n = udp_rxb_recv(c, fd, !inany_is4(&g->group), true, b, &full);
+	if (!n)
+		return false;
+	for (i = 0; i < n; i++) {
+		flow_key_make(&b->keys[i], IPPROTO_UDP, &g->group, port,
+			      &g->group, 0);
+		udp_sender_key(c, &b->keys[i], &b->names[i]);
+	}
+	b->group = true;
+	udp_frames_commit(c, b, n, !inany_is4(&g->group));
+	b->group = false;
+	c->udp.mc.delivered += n;
+	return full;
+}
+
 /* udp_err_to_guest() - socket error e (its payload in the scratch
  * buffer) about a datagram fl's guest side sent: the matching ICMP or
  * ICMPv6 error to the guest, counted. */
@@ -992,6 +1108,12 @@ void udp_sock_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 
 	if (ref.type == EREF_UDP_LISTEN) {
 		udp_listen_handler(c, ref, events);
+		return;
+	}
+	if (ref.type == EREF_UDP_MCAST) {
+		for (i = 0; (events & EPOLLIN) && i < UDP_RECV_ROUNDS; i++)
+			if (!udp_group_recv(c, ref.idx, &b))
+				break;
 		return;
 	}
 	fl = flow_at(&c->flows, ref.idx);

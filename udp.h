@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include "drop.h"
 #include "fwd.h"
+#include "mcast.h"
 #include "tap.h"
 
 struct ctx;
@@ -77,6 +78,8 @@ struct udp_state {
 	struct udp_pend pend[RX_FRAMES_MAX];
 	uint32_t queued[RX_FRAMES_MAX];	/* flows with pending datagrams */
 	union udp_cmsg send_cb[UDP_BATCH];	/* udp_flow_send() */
+
+	struct mcast_state mc;		/* groups the guest joined (mcast.c) */
 };
 
 /* udp_init() - limits, forwarded-port sockets (-u). Start-up only. */

@@ -745,8 +745,24 @@ void udp_listen_init(struct ctx *c)
 
 /* --- auto ------------------------------------------------------------------ */
 
+/* excl_mcast() - take out of want the ports of ferry's multicast
+ * sockets (udp_mcast_ports()): on the host they are ferry's own, not a
+ * service's (-U); in the guest they are a group's port, heard by the
+ * group's socket on the host, which a -u listener would keep from
+ * binding (-u). */
+static void excl_mcast(const struct ctx *c, uint64_t *want)
+{
+	uint64_t m[FWD_BITMAP_WORDS] = { 0 };
+	unsigned int w;
+
+	udp_mcast_ports(c, m);
+	for (w = 0; w < FWD_BITMAP_WORDS; w++)
+		want[w] &= ~m[w];
+}
+
 /* scan_side() - ports bound on the far side of direction dir, less our
- * own listeners there and the spec's exclusions. False if unreadable. */
+ * own listeners there, our multicast sockets' ports and the spec's
+ * exclusions. False if unreadable. */
 static bool scan_side(const struct ctx *c, unsigned int dir, uint64_t *want)
 {
 	const struct udp_fwd_dir *d = &c->udp.fwd[dir];
@@ -762,6 +778,7 @@ static bool scan_side(const struct ctx *c, unsigned int dir, uint64_t *want)
 	for (w = 0; w < FWD_BITMAP_WORDS; w++)
 		want[w] &= ~(ours[w] | excl[w]);
 	want[0] &= ~1ULL;
+	excl_mcast(c, want);
 	return true;
 }
 

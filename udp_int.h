@@ -29,6 +29,7 @@ struct udp_flow {
 	uint8_t ttl;			/* TTL / hop limit the socket sends
 					 * with (UDP_TTL_HOST until the guest
 					 * asks for another) */
+	uint16_t hport;			/* mkind: sock's port on the host */
 	uint16_t peer_port;
 	union inany peer;		/* host side: destination / client */
 	union inany local;		/* shared: address the client used */
@@ -55,8 +56,10 @@ struct udp_rxb {
 	size_t lens[UDP_BATCH];		/* payload, then frame lengths */
 	struct flow_key keys[UDP_BATCH];	/* guest side of each one's flow */
 	sockaddr_inany names[UDP_BATCH];
+	bool group;			/* to a group the guest joined */
 	union {
-		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		uint8_t b[CMSG_SPACE(sizeof(struct in6_pktinfo)) +
+			  CMSG_SPACE(sizeof(int))];	/* pktinfo, TTL */
 		struct cmsghdr align;
 	} cb[UDP_BATCH];
 };
@@ -80,6 +83,7 @@ void udp_flow_touch(struct ctx *c, struct flow *fl);
  * flags UDP_SOCK_*. Returns the fd or -errno. */
 #define UDP_SOCK_MAY_MOVE	1	/* port taken: any port will do */
 #define UDP_SOCK_FREEBIND	2	/* a need not be the host's (yet) */
+#define UDP_SOCK_REUSE		4	/* SO_REUSEADDR: a group's port */
 int udp_socket(const union inany *a, uint16_t port, unsigned int flags,
 	       const char *ifname);
 /* udp_sock_setup() - buffer sizes, error queueing and V6ONLY on a fresh
@@ -109,6 +113,11 @@ void udp_frames_commit(struct ctx *c, struct udp_rxb *b, unsigned int n,
 struct icmp_err;
 void udp_err_to_guest(struct ctx *c, struct flow *fl,
 		      const struct icmp_err *e);
+
+/* udp_mcast_ports() - set in bits (FWD_BITMAP_WORDS words) the host
+ * ports ferry's multicast sockets hold, unconnected: "auto" must not
+ * take them for a service's (udp_fwd.c). */
+void udp_mcast_ports(const struct ctx *c, uint64_t *bits);
 
 /* --- udp_fwd.c ------------------------------------------------------- */
 

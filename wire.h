@@ -237,4 +237,48 @@ static inline void ndopt_put(uint8_t *o, uint8_t type, size_t len)
 	o[NDOPT_OFF_LEN] = (uint8_t)(len / NDOPT_UNIT);
 }
 
+/* IGMP (RFC 2236 2, RFC 3376 4) and MLD (RFC 2710 3, RFC 3810 5): the
+ * messages share their start (type, a code or maximum response field,
+ * the checksum) with ICMP's. Version 1/2 messages and MLDv1 carry one
+ * group; a version 3 report / MLDv2 report carries records after a
+ * count, each a type, an auxiliary length (32-bit words), a source
+ * count, the group, the sources and the auxiliary data. */
+enum {
+	IGMP_OFF_TYPE		= 0,
+	IGMP_OFF_MAXRESP	= 1,	/* query: maximum response time/code */
+	IGMP_OFF_CSUM		= 2,
+	IGMP_OFF_GROUP		= 4,	/* v1/v2 message, v3 query */
+	IGMP_LEN		= 8,	/* a v1/v2 message */
+	IGMP_OFF_QRV		= 8,	/* v3 query: S flag, QRV */
+	IGMP_OFF_QQIC		= 9,
+	IGMP_OFF_QNSRC		= 10,
+	IGMP_QUERY3_LEN		= 12,	/* a v3 query without sources */
+	IGMP_OFF_NREC		= 6,	/* v3 report (MLDv2's too) */
+	IGMP_REPORT3_HLEN	= 8,	/* v3 report up to its records */
+	MREC_OFF_TYPE		= 0,	/* a group record (IGMPv3, MLDv2) */
+	MREC_OFF_AUXLEN		= 1,
+	MREC_OFF_NSRC		= 2,
+	MREC_OFF_GROUP		= 4,
+	MREC_HLEN		= 4,	/* up to its group */
+	MLD_OFF_MAXRESP		= 4,	/* MLD query: ms (v2: a code) */
+	MLD_OFF_GROUP		= 8,	/* MLDv1 message, MLDv2 query */
+	MLD_LEN			= 24,	/* an MLDv1 message */
+	MLD_OFF_QRV		= 24,	/* MLDv2 query: S flag, QRV */
+	MLD_OFF_QQIC		= 25,
+	MLD_OFF_QNSRC		= 26,
+	MLD_QUERY2_LEN		= 28,	/* an MLDv2 query without sources */
+};
+
+/* IP options before a router's IGMP/MLD message: the IPv4 Router Alert
+ * option (RFC 2113), 4 bytes, and the IPv6 hop-by-hop header carrying
+ * it (RFC 2711) with two bytes of padding (PadN), 8 bytes. */
+enum {
+	IP4_OPT_RA_LEN		= 4,
+	IP6_HBH_RA_LEN		= 8,
+	IP6_HBH_OFF_NEXT	= 0,
+	IP6_HBH_OFF_LEN		= 1,
+	IP6_HBH_OFF_OPT		= 2,	/* option type, length, value */
+	IP6_HBH_OFF_PAD		= 6,	/* PadN: type 1, length 0 */
+};
+
 #endif /* FERRY_WIRE_H */

@@ -58,7 +58,7 @@ FLOORS = {
     "arp": 2, "ndp": 2, "dhcp": 2, "dhcpv6": 2, "icmp": 2, "icmp_err": 2,
     "udp": 2, "udp_int": 2, "udp_fwd": 2, "tcp": 2, "tcp_tx": 2,
     "tcp_fwd": 2, "tcp_splice": 2, "tcp_tw": 2, "tcp_guard": 2, "tcp_timer": 2,
-    "tcp_in": 2, "nsexec": 1, "mcast": 2,
+    "tcp_in": 2, "nsexec": 1, "mcast": 2, "igmp": 2,
     # 3: drivers: receive dispatch, the loop, the modes, start-up
     "tap.c": 3, "loop": 3, "ns": 3, "isolate": 3, "drain": 3, "vm": 3, "ferry": 3, "conf": 3,
     "hostconf": 3, "priv": 3, "seccomp": 3, "slirp": 3, "notify": 3, "migrate": 3,

@@ -59,11 +59,16 @@ class Lan:
         self.procs.append(p)
         return p
 
-    def down(self):
+    def stop_procs(self):
+        """End the responders we started (by their PIDs)."""
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
             p.wait()
+        self.procs = []
+
+    def down(self):
+        self.stop_procs()
         if self.holder:
             self.holder.kill()
             self.holder.wait()
@@ -118,7 +123,19 @@ while True:
             r["ssdp"] = ("HTTP/1.1 200 OK\r\nCACHE-CONTROL: max-age=60\r\n"
                          "ST: upnp:rootdevice\r\nUSN: uuid:ferry-lan::upnp:rootdevice\r\n"
                          "LOCATION: http://198.51.100.7:8080/desc.xml\r\n\r\n")
+        r["sport"] = peer[1]
         print(json.dumps(r), flush=True)
+        if peer[1] == port == 5353 and to in groups:
+            # RFC 6762 6: an answer to a query from port 5353 goes to
+            # the group, from 5353, TTL / hop limit 255.
+            if s is s6:
+                s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, idx)
+                s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+                s6.sendto(json.dumps(r).encode(), (to, 5353, 0, idx))
+            else:
+                s4.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 255)
+                s4.sendto(json.dumps(r).encode(), (to, 5353))
+            continue
         s.sendto(json.dumps(r).encode(), peer)
 '''
 
@@ -158,6 +175,76 @@ print(json.dumps(out))
 '''
 
 
+# Guest mDNS querier: MDNS GROUP [N] joins GROUP on the guest's
+# interface with a socket on port 5353 (as an mDNS responder does), sends
+# a query from 5353 with TTL / hop limit 255 and prints a JSON list of
+# what reached the socket from others within 3 s (at most N, default 1):
+# sender, sender port, the datagram's TTL, payload.
+MDNS = r'''
+import json, socket, struct, sys, time
+group = sys.argv[1]; want = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+v6 = ":" in group
+idx = socket.if_nametoindex("uplink0")
+s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+if v6:
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    s.bind(("::", 5353))
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP,
+                 socket.inet_pton(socket.AF_INET6, group) + struct.pack("@I", idx))
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, idx)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_LOOP, 0)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVHOPLIMIT, 1)
+    dst = (group, 5353, 0, idx)
+else:
+    s.bind(("0.0.0.0", 5353))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                 struct.pack("4s4si", socket.inet_aton(group), bytes(4), idx))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 255)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
+    s.setsockopt(socket.IPPROTO_IP, 12, 1)                # IP_RECVTTL
+    dst = (group, 5353)
+print("joined", flush=True)
+sys.stdin.readline()
+s.sendto(b"mdns announcement", dst)
+out, end = [], time.monotonic() + 3
+while time.monotonic() < end and len(out) < want:
+    s.settimeout(max(end - time.monotonic(), 0.01))
+    try:
+        data, anc, _, peer = s.recvmsg(65535, 64)
+    except socket.timeout:
+        break
+    ttl = None
+    for lvl, typ, val in anc:
+        if typ in (2, socket.IPV6_HOPLIMIT):
+            ttl = struct.unpack("@i", val)[0]
+    out.append({"from": peer[0].split("%")[0], "sport": peer[1], "ttl": ttl,
+                "reply": json.loads(data)})
+print(json.dumps(out))
+'''
+
+
+def mdns(f, group, joined, n=1):
+    """MDNS in the guest of ferry f, sending once joined() (ferry has
+    the group: the guest's kernel sends its report a moment after the
+    join, and a query sent at once could be answered before ferry
+    joined); the list of what it heard."""
+    p = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                          "--preserve-credentials", PY, "-c", MDNS, group,
+                          str(n)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "joined"
+        joined()
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        return json.loads(p.stdout.readline())
+    finally:
+        p.stdin.close()
+        p.wait()
+
+
 def responder(lan, port, *groups):
     """Start RESPONDER in the LAN; returns the Popen once it is ready."""
     p = lan.popen([PY, "-c", RESPONDER, str(port)] + list(groups),
@@ -174,3 +261,71 @@ def query(f, group, port, ttl, msg, one=True):
 
 def socket_family(addr):
     return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+# Guest: JOIN GROUP... joins each group on the guest's interface with
+# one socket and holds them until stdin closes; prints "joined" first.
+JOIN = r'''
+import socket, struct, sys
+idx = socket.if_nametoindex("uplink0")
+socks = []
+for g in sys.argv[1:]:
+    if ":" in g:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP,
+                     socket.inet_pton(socket.AF_INET6, g) + struct.pack("@I", idx))
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                     struct.pack("4s4si", socket.inet_aton(g), bytes(4), idx))
+    socks.append(s)
+print("joined", flush=True)
+sys.stdin.read()
+'''
+
+
+def join(f, *groups):
+    """JOIN in the guest of ferry f: the Popen, its groups held until
+    its stdin is closed (then it exits and the guest leaves them)."""
+    p = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                          "--preserve-credentials", PY, "-c", JOIN]
+                         + list(groups), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "joined"
+    return p
+
+
+# Guest: QUERIES N waits (up to 10 s) for N IGMP and N MLD general
+# queries on the guest's interface (an AF_PACKET socket) and prints
+# them as JSON: family, destination, TTL / hop limit, type.
+QUERIES = r'''
+import json, socket, sys, time
+n = int(sys.argv[1])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind(("uplink0", 0))
+s.settimeout(1)
+seen, end = [], time.monotonic() + 10
+while time.monotonic() < end and (sum(q["v6"] for q in seen) < n or
+                                  sum(not q["v6"] for q in seen) < n):
+    try:
+        f = s.recv(65535)
+    except socket.timeout:
+        continue
+    et = int.from_bytes(f[12:14], "big")
+    if et == 0x0800 and f[23] == 2:
+        ihl = (f[14] & 15) * 4
+        t = f[14 + ihl]
+        if t == 0x11:
+            seen.append({"v6": False, "dst": socket.inet_ntoa(f[30:34]),
+                         "ttl": f[22], "ra": f[34:38].hex(),
+                         "mac": f[0:6].hex()})
+    elif et == 0x86dd and f[20] == 0 and f[54 + 8] == 130:
+        seen.append({"v6": True, "dst": socket.inet_ntop(socket.AF_INET6, f[38:54]),
+                     "ttl": f[21], "mac": f[0:6].hex(),
+                     "src": socket.inet_ntop(socket.AF_INET6, f[22:38])})
+print(json.dumps(seen))
+'''
+
+
+def queries(f, n):
+    return json.loads(f.guest([PY, "-c", QUERIES, str(n)], timeout=20).stdout)
