@@ -9,7 +9,10 @@
  * checked whole first (lengths of every record, the checksum, TTL or
  * hop limit 1, an MLD source link-local or unspecified, RFC 3810
  * 5.2.13), then each of its records becomes one operation on the group
- * table (mcast.c), which joins and leaves on the host:
+ * table (mcast.c), which joins and leaves on the host (a group is
+ * heard on its well-known port and on the ports of the guest's flows to
+ * it, udp_mcast_learn(), even of a datagram sent just before the
+ * report):
  *
  *  - v1/v2 report, MLDv1 report, IS_EX / TO_EX: join from any source
  *    (an exclude list is not kept: the guest's own kernel filters it);
@@ -251,6 +254,8 @@ static void apply_rec(void *arg, const struct igmp_rec *r)
 
 	if (a->r == DROP_NONE)
 		a->r = d;
+	if (d == DROP_NONE && r->op != MCAST_OP_LEAVE)
+		udp_mcast_learn(a->c, &r->group);
 }
 
 enum drop_reason igmp_input(struct ctx *c, const struct pkt *p)

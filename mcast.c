@@ -1,5 +1,5 @@
 /* mcast.c - the guest's multicast and broadcast datagrams to the host's
- * network.
+ * network, and the groups the guest joined.
  *
  * Theory of operation
  *
@@ -31,6 +31,28 @@
  * Refused (MCAST_REFUSED, counted as DROP_MCAST_BCAST by the caller):
  * everything with --no-multicast; IPv6 scopes 0 (reserved) and 1
  * (interface-local: the guest's own interface, which is not the host's).
+ *
+ * Groups the guest joined. igmp.c turns the guest's reports into
+ * mcast_apply() calls on a fixed table (MCAST_GROUPS_MAX groups, the cap
+ * counted and logged once). A host socket receives a group's datagrams
+ * only for one UDP port, and a report names no port, so each group has a
+ * socket per port it is heard on (at most MCAST_PORTS_MAX):
+ *
+ *  - its well-known port: mDNS 5353 (224.0.0.251, ff02::fb), SSDP 1900
+ *    (239.255.255.250, ff0X::c), LLMNR 5355 (224.0.0.252, ff02::1:3);
+ *  - each port the guest sends to in the group (mcast_port_seen(), and
+ *    udp_mcast_learn() for datagrams sent just before the report): an
+ *    application that talks to a group listens on its port.
+ *
+ * A group an application only listens to, on another port, is not
+ * heard. Each socket is bound to the group and port (SO_REUSEADDR, so the
+ * host's own mDNS or SSDP daemon keeps its port, and so do the guest's
+ * outbound flows), hears only its group (IP_MULTICAST_ALL off), joins it
+ * on the template interface (MCAST_JOIN_GROUP, or MCAST_JOIN_SOURCE_GROUP
+ * per source of an include-mode report) and asks each datagram's TTL.
+ * udp.c delivers what it receives. A change of sources reopens the
+ * group's sockets; a socket that failed is tried again every
+ * MCAST_RETRY_MS while the group lasts.
  */
 #include <errno.h>
 #include <string.h>
@@ -294,8 +316,8 @@ static int group_sock(struct ctx *c, const struct mcast_group *g,
 	setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
 		   v6 ? IPV6_RECVHOPLIMIT : IP_RECVTTL, &one, sizeof(one));
 	sl = group_sa(c, &g->group, g->port[k], &ss);
-	if (bind(fd, (struct sockaddr *)&ss, sl) ||
-	    (rc = group_join(c, fd, g)) || ep_add(c, fd, EPOLLIN, ref)) {
+	if (bind(fd, (struct sockaddr *)&ss, sl) || group_join(c, fd, g) ||
+	    ep_add(c, fd, EPOLLIN, ref)) {	/* each leaves errno set */
 		rc = -errno;
 		close(fd);
 		return rc;

@@ -374,6 +374,21 @@ void udp_mcast_ports(const struct ctx *c, uint64_t *bits)
 	mcast_ports(c, bits);
 }
 
+/* udp_mcast_learn() - see udp.h: the ports of the guest's flows to
+ * group g (a datagram it sent just before its report came). */
+void udp_mcast_learn(struct ctx *c, const union inany *g)
+{
+	const struct flow *fl;
+
+	for (fl = flow_first(&c->flows, FLOW_UDP); fl;
+	     fl = flow_next(&c->flows, fl)) {
+		const struct udp_flow *u = UDP_FLOW(fl);
+
+		if (u->mkind == MCAST_GROUP && inany_eq(&u->peer, g))
+			mcast_port_seen(c, g, u->peer_port);
+	}
+}
+
 /* udp_flow_out() - a new outbound flow for guest datagram p with key k.
  * Returns DROP_NONE with *out set, or why it cannot exist. */
 static enum drop_reason udp_flow_out(struct ctx *c, const struct pkt *p,

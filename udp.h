@@ -116,6 +116,9 @@ void udp_listen_init(struct ctx *c);
  * guest namespace, "auto" scanning (-u/-U auto), the loopback path
  * (nothing with --no-udp). */
 void udp_ns_init(struct ctx *c);
+/* udp_mcast_learn() - the guest joined group g: hear it on the ports
+ * its flows to g send to too (mcast_port_seen()). */
+void udp_mcast_learn(struct ctx *c, const union inany *g);
 /* udp_close_all() - close and free every UDP flow (shutdown, tests). */
 void udp_close_all(struct ctx *c);
 

@@ -329,3 +329,74 @@ print(json.dumps(seen))
 
 def queries(f, n):
     return json.loads(f.guest([PY, "-c", QUERIES, str(n)], timeout=20).stdout)
+
+
+# Guest listener: LISTEN GROUP PORT [SEND] joins GROUP on the guest's
+# interface with a socket on PORT, first sending one datagram to
+# GROUP:PORT when SEND is given (ferry learns the port from it), prints
+# "joined", then once told on stdin prints as JSON the first datagram
+# from the LAN within 5 s (sender, payload; null if none).
+LISTEN = r'''
+import json, socket, struct, sys
+group, port = sys.argv[1], int(sys.argv[2])
+v6 = ":" in group
+idx = socket.if_nametoindex("uplink0")
+s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+if v6:
+    s.bind(("::", port))
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP,
+                 socket.inet_pton(socket.AF_INET6, group) + struct.pack("@I", idx))
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_LOOP, 0)
+    dst = (group, port, 0, idx)
+else:
+    s.bind(("0.0.0.0", port))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                 struct.pack("4s4si", socket.inet_aton(group), bytes(4), idx))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)
+    dst = (group, port)
+if len(sys.argv) > 3:
+    s.sendto(b"hello group", dst)
+print("joined", flush=True)
+sys.stdin.readline()
+s.settimeout(5)
+try:
+    data, peer = s.recvfrom(65535)
+    print(json.dumps({"from": peer[0].split("%")[0], "data": data.decode()}))
+except socket.timeout:
+    print("null")
+'''
+
+# LAN sender: ANNOUNCE GROUP PORT TEXT sends TEXT to GROUP:PORT on lan0p.
+ANNOUNCE = r'''
+import socket, sys
+group, port, text = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+idx = socket.if_nametoindex("lan0p")
+if ":" in group:
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, idx)
+    s.sendto(text.encode(), (group, port, 0, idx))
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(text.encode(), (group, port))
+'''
+
+
+def listen(f, lan, group, port, joined, send=False, text="NOTIFY"):
+    """LISTEN in the guest; once joined() (ferry has the group), the LAN
+    sends TEXT to the group: what the guest heard (None: nothing)."""
+    p = subprocess.Popen(["nsenter", "-t", str(f.guest_pid), "-U", "-n",
+                          "--preserve-credentials", PY, "-c", LISTEN, group,
+                          str(port)] + (["send"] if send else []),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout.readline().strip() == "joined"
+        joined()
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        lan.run([PY, "-c", ANNOUNCE, group, str(port), text])
+        return json.loads(p.stdout.readline())
+    finally:
+        p.stdin.close()
+        p.wait()

@@ -14,7 +14,8 @@ import re
 import pytest
 
 from conftest import HOST4, wait_for
-from mcast_util import LAN4, LAN6, Lan, join, mdns, query, queries, responder
+from mcast_util import (LAN4, LAN6, Lan, join, listen, mdns, query, queries,
+                        responder)
 from test_udp import stats
 
 SSDP = ("M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\n"
@@ -167,3 +168,30 @@ def test_querier_queries_seen_in_guest(ferry_ns, lan, monkeypatch):
     finally:
         g.stdin.close()
         g.wait()
+
+
+@pytest.mark.parametrize("group", ["239.255.255.250", "ff02::c"])
+def test_ssdp_notify_reaches_guest(ferry_ns, lan, group):
+    """SSDP's well-known port: a LAN device's NOTIFY reaches the guest
+    that joined the group, without the guest sending first."""
+    f = ferry_ns()
+    got = listen(f, lan, group, 1900,
+                 lambda: groups_line(f, r"\b1 groups"), text="NOTIFY *")
+    assert got and got["data"] == "NOTIFY *", f.output()
+    assert got["from"] == (LAN4 if ":" not in group else got["from"])
+
+
+@pytest.mark.parametrize("group", ["239.7.7.7", "ff05::7:7"])
+def test_group_port_learned_from_guest(ferry_ns, lan, group):
+    """A group with no well-known port is heard on the ports the guest
+    sends to in it; without that, on none."""
+    f = ferry_ns()
+    got = listen(f, lan, group, 4000,
+                 lambda: groups_line(f, r"\b1 groups"), send=True,
+                 text="to port 4000")
+    assert got and got["data"] == "to port 4000", f.output()
+    line = groups_line(f, r"\b0 groups")        # left on exit
+    assert "1 datagrams to the groups" in line, line
+    got = listen(f, lan, group, 4001,
+                 lambda: groups_line(f, r"\b1 groups"), text="to 4001")
+    assert got is None
