@@ -98,6 +98,8 @@ void tcp_init(struct ctx *c)
 	if (!c->tcp.ooo)
 		c->tcp.ooo = tcp_ooo_pool_new(TCP_OOO_POOL_BLKS);
 	tcp_tw_init(&c->tcp.tw);
+	if (!c->tcp.due.e)
+		dheap_init(&c->tcp.due, FLOW_MAX);
 	c->tcp.max_fds = tcp_fd_budget(fd_limit());
 	random_bytes(&c->tcp.isn_k0, sizeof(c->tcp.isn_k0));
 	random_bytes(&c->tcp.isn_k1, sizeof(c->tcp.isn_k1));
@@ -502,6 +504,7 @@ static const struct stat_item tcp_stat_items[] = {
 	STAT("challenge acks/limited", struct ctx, tcp.st.chacks),
 	STAT_PAIR(struct ctx, tcp.st.chacks_limited),
 	STAT("drain resets", struct ctx, tcp.st.drain_resets),
+	STAT("timer visits", struct ctx, tcp.st.timer_visits),
 };
 
 STAT_GROUP(tcp_stats) = {

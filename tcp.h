@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "dheap.h"
 #include "drop.h"
 #include "tcp_tw.h"
 
@@ -67,6 +68,8 @@ struct tcp_stats {
 	uint64_t wnd_poll_updates;	/* ... and found a segment's room */
 	uint64_t clamp_sets, clamp_fallbacks;
 	uint64_t timeouts;
+	uint64_t timer_visits;		/* connections tcp_timer() came to
+					 * (their deadline heap entry due) */
 	uint64_t acks_delayed;		/* ACKs deferred (tcp_delack()) */
 	uint64_t acks_delack_timer;	/* ... sent alone when the delay ran
 					 * out: the rest rode on host data */
@@ -95,7 +98,8 @@ struct tcp_state {
 	struct { uint32_t idx; uint32_t ack_sent; int64_t due_ms; }
 		delack[TCP_DELACK_MAX];
 	uint16_t delack_head, delack_n;
-	int64_t scan_ms;		/* next per-connection timer scan */
+	struct dheap due;		/* each connection's earliest deadline,
+					 * by flow index (tcp_timer()) */
 	uint32_t sndbuf_first;		/* send buffer of a new connection ... */
 	uint16_t sndbuf_first_mss;	/* ... whose path MSS was this */
 	struct tcp_tw_table tw;		/* closed connections (tcp_tw.c) */

@@ -15,9 +15,10 @@
  *
  * Time: c->now in milliseconds (tcp_now_ms()) for deadlines and in
  * microseconds (tcp_now_us()) for RTT samples. Each connection has one
- * deadline (timer_ms, tcp_timer_set()); the loop's timer scan
- * (tcp_timer.c) comes no later than the earliest (c->tcp.scan_ms,
- * tcp_scan_in()).
+ * timer deadline (timer_ms, tcp_timer_set()) among others (window poll,
+ * keepalives, inactivity); its entry in the deadline heap (c->tcp.due,
+ * dheap.c) is never later than the earliest, so tcp_timer.c comes to it
+ * in time (tcp_due_in()).
  *
  * A socket error taken by a system call is only noted here
  * (tcp_sock_failed()): the caller may be deep inside a send, where the
@@ -25,6 +26,7 @@
  * tcp_sock_dead()).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -57,23 +59,33 @@ int64_t tcp_now_ms(const struct ctx *c)
 	return (int64_t)c->now.tv_sec * 1000 + c->now.tv_nsec / 1000000;
 }
 
-/* tcp_scan_in() - have the loop's timer scan come ms from now at the
- * latest; returns that time on the tcp clock, the caller's deadline. */
-int64_t tcp_scan_in(struct ctx *c, int64_t ms)
+/* tcp_conn_idx() - the flow index of a connection record (it lives in
+ * its flow's private area, FLOW_PRIV()). */
+static uint32_t tcp_conn_idx(const struct ctx *c, const struct tcp_conn *conn)
+{
+	const struct flow *fl = (const struct flow *)(const void *)
+		((const uint8_t *)conn - offsetof(struct flow, u));
+
+	return flow_idx(&c->flows, fl);
+}
+
+/* tcp_due_in() - have the connection come up in tcp_timer() ms from now
+ * at the latest (its entry in the deadline heap moves earlier, never
+ * later); returns that time on the tcp clock, the caller's deadline. */
+int64_t tcp_due_in(struct ctx *c, struct tcp_conn *conn, int64_t ms)
 {
 	int64_t when = tcp_now_ms(c) + ms;
 
-	if (!c->tcp.scan_ms || when < c->tcp.scan_ms)
-		c->tcp.scan_ms = when;
+	dheap_lower(&c->tcp.due, tcp_conn_idx(c, conn), when);
 	timer_request(c, ms);
 	return when;
 }
 
-/* tcp_timer_set() - arm the connection's timer ms from now, and have the
- * loop's timer scan come no later. */
+/* tcp_timer_set() - arm the connection's timer ms from now, and have
+ * tcp_timer() come to it no later. */
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms)
 {
-	conn->timer_ms = tcp_scan_in(c, ms);
+	conn->timer_ms = tcp_due_in(c, conn, ms);
 }
 
 /* tcp_ack_sent() - record that our ACK and window wnd went to the guest:

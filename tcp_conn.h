@@ -275,9 +275,10 @@ struct pkt;
 int64_t tcp_now_ms(const struct ctx *c);
 /* tcp_now_us() - c->now in microseconds, never 0 (0: "not timing"). */
 int64_t tcp_now_us(const struct ctx *c);
-/* tcp_scan_in() - have the timer scan come ms from now at the latest;
- * returns that time on the tcp clock. */
-int64_t tcp_scan_in(struct ctx *c, int64_t ms);
+/* tcp_due_in() - have tcp_timer() come to the connection ms from now at
+ * the latest (its deadline heap entry lowered); returns that time on the
+ * tcp clock. */
+int64_t tcp_due_in(struct ctx *c, struct tcp_conn *conn, int64_t ms);
 void tcp_timer_set(struct ctx *c, struct tcp_conn *conn, int64_t ms);
 /* tcp_sock_failed() - a system call on the connection's socket failed
  * with err. A hard error (the peer's RST, a timeout, unreachable) is
@@ -353,7 +354,7 @@ bool tcp_half_open_admit(struct ctx *c);
 #define TCP_KA_INTVL_MIN_MS	1000
 #define TCP_KA_INTVL_MAX_MS	75000
 #define TCP_KA_PROBES		4
-/* tcp_keepalive() - from the timer scan, for an established connection:
+/* tcp_keepalive() - from the TCP timer, for an established connection:
  * a keepalive probe when it is due, a reset both ways after TCP_KA_PROBES
  * unanswered; *next lowered to its next keepalive deadline. Returns true
  * when the flow was freed. */

@@ -41,9 +41,9 @@
  * TCP_DATA_RETRIES.
  *
  * Their timers cost no scan of their own: the keepalive deadline is one
- * more deadline of the loop's TCP timer scan (tcp_timer.c tcp_timer()),
- * rounded up to a quarter of the probe interval so that idle connections
- * whose deadlines fall close together share one scan.
+ * more of the connection's deadlines in the TCP timer's deadline heap
+ * (tcp_timer.c tcp_timer()), rounded up to a quarter of the probe
+ * interval.
  */
 #include <unistd.h>
 #include <sys/socket.h>

@@ -1,22 +1,25 @@
 /* tcp_timer.c - TCP timers: the per-connection deadline (handshake,
  * retransmission, zero-window probe, tail loss probe), delayed ACKs,
- * host-side keepalives, the stuck-window check, and the scan that runs
- * them.
+ * host-side keepalives, the stuck-window check, and the deadline heap
+ * that runs them.
  *
  * Theory of operation
  *
  * The loop calls tcp_timer() from its module timer. Delayed ACKs are a
  * ring in deadline order (one fixed delay, tcp_delack()), served first
- * and on their own: most wake-ups end there. The scan over every
- * connection runs only when one of their deadlines is due
- * (c->tcp.scan_ms, kept by tcp_conn.c tcp_timer_set() and
- * tcp_scan_in()); per connection it takes, in order: the connection's
+ * and on their own: most wake-ups end there. Then the connections whose
+ * deadline came: each has one entry in a deadline heap (c->tcp.due,
+ * dheap.c) at its earliest deadline, lowered by tcp_conn.c
+ * tcp_timer_set() and tcp_due_in(), so the work follows the connections
+ * due, not the idle ones. An entry may come up early (a deadline moved
+ * later, a freed flow's index), never late. Per connection
+ * (tcp_conn_due()) it takes, in order: the connection's
  * timer (tcp_conn_timeout(): the handshake's retries, a forwarded SYN's
  * (tcp_fwd.c), else tcp_probe_or_rto()), the window poll (tcp_tx.c
  * tcp_wnd_poll()), the host-side keepalive's late arming, the
  * inactivity limit, keepalives toward the guest (tcp_guard.c) and the
- * stuck-window check, then lowers the next scan's deadline to the
- * connection's earliest.
+ * stuck-window check, then puts the connection back at its earliest
+ * deadline.
  *
  * Retransmission is a rewind (tcp_tx.c): on the RTO, seq_to_guest goes
  * back to the guest's ACK and the next read resends (RFC 6298 backoff,
@@ -276,57 +279,67 @@ static void tcp_keepalive_arm(struct tcp_conn *conn)
 	conn->ka_ms = 0;
 }
 
+/* tcp_conn_due() - one connection came up in tcp_timer(): run what is
+ * due of its deadlines (retransmission or handshake timer, window poll,
+ * keepalive, inactivity, the stuck check). Returns false when the flow
+ * was freed, else true with *next its earliest deadline from now on. */
+static bool tcp_conn_due(struct ctx *c, struct flow *fl, int64_t now,
+			 int64_t *next)
+{
+	struct tcp_conn *conn = conn_of(fl);
+
+	if (conn->timer_ms && now >= conn->timer_ms) {
+		conn->timer_ms = 0;
+		if (tcp_conn_timeout(c, fl) || tcp_sock_dead(c, fl))
+			return false;
+	}
+	if (conn->wnd_poll_ms && now >= conn->wnd_poll_ms)
+		tcp_wnd_poll(c, fl);
+	if (conn->ka_ms && now >= conn->ka_ms)
+		tcp_keepalive_arm(conn);
+	if (now - conn->last_ms >= TCP_IDLE_MS) {
+		c->tcp.st.timeouts++;
+		tcp_reset_both(c, fl);
+		return false;
+	}
+	if (tcp_keepalive(c, fl, now, next))
+		return false;
+	if (conn->flags & TCP_C_WAS_ZERO) {
+		tcp_stuck_check(c, fl);
+		*next = MIN(*next, now + TCP_STUCK_MS);
+	}
+	if (conn->timer_ms)
+		*next = MIN(*next, conn->timer_ms);
+	if (conn->wnd_poll_ms)
+		*next = MIN(*next, conn->wnd_poll_ms);
+	if (conn->ka_ms)
+		*next = MIN(*next, conn->ka_ms);
+	*next = MIN(*next, conn->last_ms + TCP_IDLE_MS);
+	return true;
+}
+
+/* tcp_timer() - the connections whose deadline came, from the deadline
+ * heap (c->tcp.due, one entry per connection at its earliest deadline):
+ * the cost follows the connections due, not the idle ones. An entry may
+ * be early (a deadline moved later, or a freed flow's index), never
+ * late: every deadline set earlier lowers it (tcp_due_in()). */
 void tcp_timer(struct ctx *c)
 {
-	int64_t now = tcp_now_ms(c), next = INT64_MAX;
-	struct flow *fl, *nx;
+	int64_t now = tcp_now_ms(c);
+	const struct dheap_ent *t;
 
 	tcp_delack_run(c, now);
-	/* The scan of every connection only when one of their deadlines
-	 * (tcp_timer_set(), or the last scan's) is due, not for each
-	 * delayed ACK or other module's timer. */
-	if (!c->tcp.scan_ms)
-		return;
-	if (now < c->tcp.scan_ms) {	/* the loop forgot it: ask again */
-		timer_request(c, c->tcp.scan_ms - now);
-		return;
-	}
-	c->tcp.scan_ms = 0;
-	for (fl = flow_first(&c->flows, FLOW_TCP); fl; fl = nx) {
-		struct tcp_conn *conn = conn_of(fl);
+	while ((t = dheap_top(&c->tcp.due)) && t->due <= now) {
+		uint32_t idx = t->id;
+		struct flow *fl = flow_at(&c->flows, idx);
+		int64_t next = INT64_MAX;
 
-		nx = flow_next(&c->flows, fl);
-		if (conn->timer_ms && now >= conn->timer_ms) {
-			conn->timer_ms = 0;
-			if (tcp_conn_timeout(c, fl) || tcp_sock_dead(c, fl))
-				continue;
-		}
-		if (conn->wnd_poll_ms && now >= conn->wnd_poll_ms)
-			tcp_wnd_poll(c, fl);
-		if (conn->ka_ms && now >= conn->ka_ms)
-			tcp_keepalive_arm(conn);
-		if (now - conn->last_ms >= TCP_IDLE_MS) {
-			c->tcp.st.timeouts++;
-			tcp_reset_both(c, fl);
-			continue;
-		}
-		if (tcp_keepalive(c, fl, now, &next))
-			continue;
-		if (conn->flags & TCP_C_WAS_ZERO) {
-			tcp_stuck_check(c, fl);
-			next = MIN(next, now + TCP_STUCK_MS);
-		}
-		if (conn->timer_ms)
-			next = MIN(next, conn->timer_ms);
-		if (conn->wnd_poll_ms)
-			next = MIN(next, conn->wnd_poll_ms);
-		if (conn->ka_ms)
-			next = MIN(next, conn->ka_ms);
-		next = MIN(next, conn->last_ms + TCP_IDLE_MS);
+		c->tcp.st.timer_visits++;
+		if (fl && fl->f.type == FLOW_TCP && tcp_conn_due(c, fl, now, &next))
+			dheap_set(&c->tcp.due, idx, next);
+		else if (!(fl = flow_at(&c->flows, idx)) || fl->f.type != FLOW_TCP)
+			dheap_del(&c->tcp.due, idx);	/* freed, or not TCP */
 	}
-	if (next != INT64_MAX) {
-		if (!c->tcp.scan_ms || next < c->tcp.scan_ms)
-			c->tcp.scan_ms = next;
-		timer_request(c, MAX(next - now, 1));
-	}
+	if (t)
+		timer_request(c, MAX(t->due - now, 1));
 }

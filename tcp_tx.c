@@ -671,6 +671,8 @@ static size_t tcp_sendable(struct ctx *c, struct flow *fl, size_t *skip,
 	if (inflight >= wnd) {
 		/* Stalled: arrivals still wake us (EPOLLET), only to tighten
 		 * the clamp; the guest's ACK brings the next read. */
+		if (!(conn->flags & TCP_C_WAS_ZERO))	/* its stuck check */
+			tcp_due_in(c, conn, TCP_STUCK_MS);
 		conn->flags |= TCP_C_STALLED | TCP_C_WAS_ZERO;
 		conn->sock_sent = false;
 		tcp_clamp_apply(c, fl, (uint32_t)inq, false);
@@ -1139,9 +1141,9 @@ void tcp_wnd_poll_arm(struct ctx *c, struct flow *fl)
 		conn->wnd_poll_shift = 0;
 		return;
 	}
-	conn->wnd_poll_ms = tcp_scan_in(c, MIN(TCP_WND_POLL_MS <<
-						   conn->wnd_poll_shift,
-						   TCP_WND_POLL_MAX_MS));
+	conn->wnd_poll_ms = tcp_due_in(c, conn, MIN(TCP_WND_POLL_MS <<
+						    conn->wnd_poll_shift,
+						    TCP_WND_POLL_MAX_MS));
 }
 
 /* tcp_wnd_poll() - the poll step ran out: measure the send buffer again;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
@@ -199,6 +200,8 @@ void tcp_test_free(struct ctx *c)
 	}
 	tcp_ooo_pool_free(c->tcp.ooo);
 	tcp_tw_free(&c->tcp.tw);
+	munmap(c->tcp.due.e, sizeof(*c->tcp.due.e) * c->tcp.due.cap);
+	munmap(c->tcp.due.pos, sizeof(*c->tcp.due.pos) * c->tcp.due.cap);
 	close(c->epfd);
 	test_ctx_free(c);
 }

@@ -62,6 +62,7 @@ TEST(stats_lines_exact)
 	t->chacks = 64;
 	t->chacks_limited = 65;
 	t->drain_resets = 66;
+	t->timer_visits = 67;
 	c->tcp.tw_st = (struct tcp_tw_stats){ 52, 53, 54, 55, 56, 57, 58 };
 	ooo.st = (struct tcp_ooo_stats){ 25, 26, 27, 28, 29, 30, 31, 32 };
 	c->tcp.ooo = &ooo;
@@ -89,7 +90,7 @@ TEST(stats_lines_exact)
 		"sent by timer 24 acks carried 47 "
 		"sack rewinds/skips/bytes/ignored 51/48/49/50 "
 		"early rexmits 61 tlp probes/rewinds 62/63 "
-		"challenge acks/limited 64/65 drain resets 66\n"
+		"challenge acks/limited 64/65 drain resets 66 timer visits 67\n"
 		"stats: tcp ooo segments 25 bytes 26 delivered 27 drops "
 		"full/reach 28/29 sack acks 30 blocks 31 peak 32\n"
 		"stats: tcp time-wait added 52 acked 53 dropped 54 reopened 55 "
@@ -118,6 +119,6 @@ TEST(stats_quiet_modules_say_nothing)
 		"sent by timer 0 acks carried 0 "
 		"sack rewinds/skips/bytes/ignored 0/0/0/0 "
 		"early rexmits 0 tlp probes/rewinds 0/0 "
-		"challenge acks/limited 0/0 drain resets 0\n"));
+		"challenge acks/limited 0/0 drain resets 0 timer visits 0\n"));
 	free(out);
 }

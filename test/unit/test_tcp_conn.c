@@ -492,7 +492,8 @@ TEST(tcp_conn_keepalive_late)
 	}
 	CHECK(steps >= TCP_KA_ARM_MS / 1000 - 5);	/* it did live ~30 s */
 	CHECK_EQ(so_keepalive(c), 0);
-	CHECK(c->tcp.scan_ms && c->tcp.scan_ms <= tcp_now_ms(c) + 1000);
+	CHECK(dheap_top(&c->tcp.due) &&
+	      dheap_top(&c->tcp.due)->due <= tcp_now_ms(c) + 1000);
 	advance(c, 1001);
 	CHECK_EQ(so_keepalive(c), 1);
 	tconn_close(&g, a);
