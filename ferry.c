@@ -209,6 +209,7 @@ int main(int argc, char **argv)
 	tap_init(c);
 	conf_derive(&c->conf);
 	nat_init(c);
+	neigh_init(c);
 	pcap_init(c);
 	flow_init(&c->flows, 0);
 	ndp_init(c);

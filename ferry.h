@@ -22,6 +22,7 @@
 #include "icmp.h"
 #include "isolate.h"
 #include "ndp.h"
+#include "neigh.h"
 #include "priv.h"
 #include "tcp.h"
 #include "tcp_fwd.h"
@@ -88,6 +89,7 @@ struct ctx {
 
 	struct flowtab flows;		/* all ICMP/UDP/TCP flows */
 	struct ndp_state ndp;
+	struct neigh_table neigh;	/* the host's LAN neighbours (neigh.c) */
 	struct icmp_state icmp;
 	struct tcp_state tcp;
 	struct tcp_fwd_state tcp_fwd;

@@ -11,7 +11,8 @@
  *
  * Neighbour Solicitation: answered with a Neighbour Advertisement giving
  * our MAC (flags Router, Override, and Solicited for a solicitation with
- * a source address) for any target except the guest's own addresses
+ * a source address), or for a neighbour on the host's LAN that the host
+ * knows its real MAC and no Router flag (neigh.c), for any target except the guest's own addresses
  * (configured, or seen as its sources) and link-local addresses other than
  * ours (nothing else lives on the link). Duplicate address detection
  * probes (unspecified source) are only answered for our own link-local
@@ -43,6 +44,7 @@
  */
 #include "dns.h"
 #include "ferry.h"
+#include "neigh.h"
 #include "log.h"
 #include "ndp.h"
 #include "pkt.h"
@@ -262,7 +264,8 @@ static enum drop_reason ndp_ns(struct ctx *c, const struct pkt *p,
 {
 	bool dad = in6_is_unspec(&p->src6);
 	struct in6_addr t, ll, dst;
-	uint8_t na[NDP_NS_LEN + NDOPT_UNIT];
+	uint8_t na[NDP_NS_LEN + NDOPT_UNIT], mac[6];
+	bool real;
 
 	memcpy(&t, p->l4 + NDP_OFF_TARGET, 16);
 	if (in6_is_mcast(&t))
@@ -278,13 +281,15 @@ static enum drop_reason ndp_ns(struct ctx *c, const struct pkt *p,
 	if (dad && !in6_eq(&t, &ll))
 		return DROP_NDP_IGNORED;	/* the guest's tentative address */
 
+	real = !dad && neigh_mac(c, AF_INET6, &t, mac);
 	memset(na, 0, sizeof(na));
 	na[ICMP_OFF_TYPE] = NDP_NA;
-	na[NDP_OFF_NA_FLAGS] = NA_ROUTER | NA_OVERRIDE |
+	na[NDP_OFF_NA_FLAGS] = (real ? 0 : NA_ROUTER) | NA_OVERRIDE |
 			       (dad ? 0 : NA_SOLICITED);
 	memcpy(na + NDP_OFF_TARGET, &t, 16);
 	ndopt_put(na + NDP_NS_LEN, OPT_TLLA, NDOPT_UNIT);
-	memcpy(na + NDP_NS_LEN + NDOPT_OFF_LLADDR, c->conf.our_mac, 6);
+	memcpy(na + NDP_NS_LEN + NDOPT_OFF_LLADDR,
+	       real ? mac : c->conf.our_mac, 6);
 	if (dad)
 		all_nodes(&dst);
 	else

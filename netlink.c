@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <linux/if_addr.h>
+#include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
@@ -30,8 +31,10 @@
 #include "netlink.h"
 #include "util.h"
 
-/* seccomp(setup): bind close recvmsg sendto setsockopt socket
+/* seccomp(setup): bind close setsockopt socket
  *   (the guest's and host's configuration, start-up only) */
+/* seccomp(all): recvmsg sendto
+ *   (also after start-up: neigh.c's neighbour dump on a miss) */
 
 #define NL_RX_SIZE	32768	/* kernel dump chunks are at most 32 KiB */
 #define NL_TX_ATTRS	256	/* room for a request's attributes */
@@ -43,6 +46,7 @@ struct nl_msg {
 		struct ifinfomsg ifi;
 		struct ifaddrmsg ifa;
 		struct rtmsg rtm;
+		struct ndmsg ndm;
 	};
 	uint8_t attrs[NL_TX_ATTRS];
 };
@@ -368,8 +372,9 @@ static void route_default_parse(const struct nlmsghdr *nh, void *arg)
 	memcpy(q->gw, r.gw, sizeof(q->gw));
 }
 
-/* nl_dump() - dump request of type (RTM_GETADDR, for ifindex if non-zero,
- * or RTM_GETROUTE) for family; each reply message goes to fn. */
+/* nl_dump() - dump request of type (RTM_GETADDR or RTM_GETNEIGH, for
+ * ifindex if non-zero, or RTM_GETROUTE) for family; each reply message
+ * goes to fn. */
 static int nl_dump(int fd, uint16_t type, int family, unsigned int ifindex,
 		   nl_parse_fn fn, void *arg)
 {
@@ -379,6 +384,15 @@ static int nl_dump(int fd, uint16_t type, int family, unsigned int ifindex,
 		nl_msg_init(&m, type, NLM_F_DUMP, sizeof(m.ifa));
 		m.ifa.ifa_family = (uint8_t)family;
 		m.ifa.ifa_index = ifindex;
+	} else if (type == RTM_GETNEIGH) {
+		uint32_t ifi = ifindex;
+
+		/* The interface as an attribute: strict checking refuses a
+		 * dump request with ndm_ifindex set (EINVAL). */
+		nl_msg_init(&m, type, NLM_F_DUMP, sizeof(m.ndm));
+		m.ndm.ndm_family = (uint8_t)family;
+		if (ifi && !nl_attr_put(&m, NDA_IFINDEX, &ifi, sizeof(ifi)))
+			return -ENOSPC;
 	} else {
 		nl_msg_init(&m, type, NLM_F_DUMP, sizeof(m.rtm));
 		m.rtm.rtm_family = (uint8_t)family;
@@ -683,6 +697,60 @@ int nl_addr_dump(int fd, int family, unsigned int ifindex,
 	int rc;
 
 	rc = nl_dump(fd, RTM_GETADDR, family, ifindex, addr_tab_parse, &t);
+	return rc ? rc : t.n;
+}
+
+/* --- neighbours -------------------------------------------------------- */
+
+#define NEIGH_USABLE	(NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | \
+			 NUD_PERMANENT)
+
+/* neigh_tab_parse() - one entry for nl_neigh_dump() (see netlink.h):
+ * RTM_NEWNEIGH of the family and interface, usable, with a destination
+ * of the family's size and a 6-byte unicast, non-zero MAC. */
+static void neigh_tab_parse(const struct nlmsghdr *nh, void *arg)
+{
+	static const uint8_t zero[6];
+	const struct ndmsg *nd = NLMSG_DATA(nh);
+	struct dump_tab *t = arg;
+	const struct rtattr *rta;
+	bool has_dst = false, has_mac = false;
+	struct nl_neigh e = { 0 };
+	int left;
+
+	if (nh->nlmsg_type != RTM_NEWNEIGH ||
+	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*nd)) ||
+	    nd->ndm_family != t->family ||
+	    nd->ndm_ifindex != (int)t->ifindex ||
+	    !(nd->ndm_state & NEIGH_USABLE))
+		return;
+	left = (int)(nh->nlmsg_len - NLMSG_LENGTH(sizeof(*nd)));
+	for_each_rta(rta, (const struct rtattr *)((const uint8_t *)nd +
+						  NLMSG_ALIGN(sizeof(*nd))),
+		     left) {
+		if (rta->rta_type == NDA_DST)
+			has_dst = rta_addr(rta, t->family, e.addr);
+		else if (rta->rta_type == NDA_LLADDR &&
+			 RTA_PAYLOAD(rta) == sizeof(e.mac)) {
+			memcpy(e.mac, RTA_DATA(rta), sizeof(e.mac));
+			has_mac = true;
+		}
+	}
+	if (!rta_walk_ok(left) || !has_dst || !has_mac ||
+	    (e.mac[0] & 1) || !memcmp(e.mac, zero, sizeof(zero)))
+		return;
+	if (t->n < t->max)
+		((struct nl_neigh *)t->tab)[t->n] = e;
+	t->n++;
+}
+
+int nl_neigh_dump(int fd, int family, unsigned int ifindex,
+		  struct nl_neigh *tab, int max)
+{
+	struct dump_tab t = { family, ifindex, tab, max, 0 };
+	int rc;
+
+	rc = nl_dump(fd, RTM_GETNEIGH, family, ifindex, neigh_tab_parse, &t);
 	return rc ? rc : t.n;
 }
 

@@ -13,6 +13,12 @@ struct nl_addr {
 	uint32_t flags;			/* IFA_F_* */
 };
 
+/* One neighbour of the host, as nl_neigh_dump() reports it. */
+struct nl_neigh {
+	uint8_t addr[16];		/* struct in_addr or in6_addr bytes */
+	uint8_t mac[6];			/* unicast, not all zero */
+};
+
 /* One unicast route of the main table, as nl_route_dump() reports it and
  * nl_route_add() takes it. All-zero gw or prefsrc means "none". */
 struct nl_route {
@@ -66,6 +72,13 @@ int nl_addr_dump(int fd, int family, unsigned int ifindex,
  * or -errno. */
 int nl_route_dump(int fd, int family, unsigned int ifindex,
 		  struct nl_route *tab, int max);
+
+/* nl_neigh_dump() - the usable neighbour entries of family on ifindex
+ * (reachable, stale, delay, probe or permanent, with a 6-byte unicast
+ * link-layer address): the first max into tab. Returns how many there
+ * were (maybe more than max) or -errno. */
+int nl_neigh_dump(int fd, int family, unsigned int ifindex,
+		  struct nl_neigh *tab, int max);
 
 /* nl_link_set() - set MAC (if mac), MTU (if mtu) and bring the link up
  * (if up). Returns 0 or -errno from the kernel's acknowledgement. */

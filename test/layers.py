@@ -48,8 +48,9 @@ FLOORS = {
     # 0: tools every floor may use
     "util": 0, "log": 0, "checksum": 0, "pkt": 0, "flow": 0, "nat": 0,
     "drop": 0, "vnet": 0, "pcap": 0, "fwd": 0, "fwd_scan": 0,
-    "netlink": 0, "fault": 0, "busypoll": 0, "ev": 0, "tcp_conn": 0,
-    "tcp_sack": 0, "tcp_ooo": 0, "ip": 0, "dns": 0, "wire": 0, "dheap": 0,
+    "netlink": 0, "neigh": 0, "fault": 0, "busypoll": 0, "ev": 0,
+    "tcp_conn": 0, "tcp_sack": 0, "tcp_ooo": 0, "ip": 0, "dns": 0,
+    "wire": 0, "dheap": 0,
     "mig_state": 0,
     # 1: the guest link: the transmit batch and the backends
     "tap_tx": 1, "tap_dev": 1, "tap_stream": 1, "tap_vu": 1,

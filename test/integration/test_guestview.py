@@ -6,10 +6,14 @@ inside the guest namespace (a packet socket there) and on the qemu stream
 socket (a Python client standing in for qemu). An ARP reply and an ICMP
 echo reply without payload are 42 bytes before padding.
 
+Neighbours: a LAN host beside the sandbox with a known MAC; the guest's
+ARP and NDP for it must give that MAC.
+
 traceroute: Debian's traceroute in the guest, UDP (-U) and ICMP (-I),
 IPv4 and IPv6, through two routers in namespaces beyond the sandbox's
 uplink: each hop must show its own address.
 """
+import json
 import os
 import struct
 import subprocess
@@ -195,3 +199,58 @@ def test_traceroute_reports_each_hop(ferry_ns, routers, method, v6):
            "-m", "5", method, want[-1]]
     r = f.guest(cmd, timeout=60)
     assert hops(r.stdout) == want, r.stdout + r.stderr
+
+
+# ---------------------------------------------------- neighbours' MACs
+
+LAN_MAC = "02:00:5e:10:00:07"
+LAN4, LAN6 = "198.51.100.7", "2001:db8::7"
+
+
+@pytest.fixture
+def lan_host():
+    """A neighbour on the sandbox's LAN (a macvlan on uplink0's far end,
+    in a namespace held by a process we started) with a known MAC; the
+    sandbox host has talked to it, so its neighbour table knows it."""
+    p = subprocess.Popen(["unshare", "-n", "sleep", "600"])
+    try:
+        wait_for(lambda: os.stat(f"/proc/{p.pid}/ns/net").st_ino !=
+                 os.stat("/proc/self/ns/net").st_ino, 5, "LAN host ns")
+        pid = str(p.pid)
+        run(["ip", "link", "add", "lan0", "link", "uplink0p", "address",
+             LAN_MAC, "type", "macvlan", "mode", "bridge"])
+        run(["ip", "link", "set", "lan0", "netns", pid])
+        run(["nsenter", "-t", pid, "-n", "sh", "-ec",
+             f"ip link set lo up; ip link set lan0 up; "
+             f"ip addr add {LAN4}/24 dev lan0; "
+             f"ip -6 addr add {LAN6}/64 dev lan0 nodad"])
+        run(["ping", "-c", "1", "-W", "5", LAN4])
+        run(["ping", "-6", "-c", "1", "-W", "5", LAN6])
+        yield
+    finally:
+        p.kill()
+        p.wait()
+        run(["ip", "neigh", "flush", "dev", "uplink0"], check=False)
+
+
+def guest_lladdr(f, addr):
+    """The MAC the guest resolved addr to (after a ping through it)."""
+    v6 = ":" in addr
+    f.guest(["ping", "-6" if v6 else "-4", "-c", "1", "-W", "5", addr],
+            check=False)
+    out = f.guest(["ip", "-j", "-6" if v6 else "-4", "neigh", "show", addr,
+                   "dev", TAP]).stdout
+    ent = [n for n in json.loads(out) if n.get("lladdr")]
+    return ent[0]["lladdr"] if ent else None
+
+
+def test_arp_ndp_give_lan_neighbours_real_mac(ferry_ns, lan_host):
+    """ARP and NDP for a neighbour the host knows on its LAN answer with
+    that neighbour's MAC; an unknown LAN address and the gateway keep
+    ferry's."""
+    f = ferry_ns()
+    assert guest_lladdr(f, LAN4) == LAN_MAC, f.output()
+    assert guest_lladdr(f, LAN6) == LAN_MAC
+    ours = guest_lladdr(f, GW4)
+    assert ours and ours != LAN_MAC
+    assert guest_lladdr(f, "198.51.100.9") == ours

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
@@ -741,4 +742,74 @@ TEST(netlink_default_route_source_specific_still_found)
 	fk_stop(k, fd);
 	CHECK_EQ(rc, 0);
 	CHECK_EQ(ifindex, 3);
+}
+
+/* fk_neigh() - a neighbour entry on ifindex in state, to addr, with a
+ * link-layer address of mlen bytes of mac (0: none). */
+static struct nlmsghdr *fk_neigh(struct fk_dgram *d, int family,
+				 int ifindex, uint16_t state,
+				 const char *addr, const uint8_t *mac,
+				 size_t mlen)
+{
+	struct ndmsg nd = { .ndm_family = (uint8_t)family,
+			    .ndm_ifindex = ifindex, .ndm_state = state };
+	struct nlmsghdr *nh = fk_msg(d, RTM_NEWNEIGH, &nd, sizeof(nd));
+	uint8_t a[16];
+
+	inet_pton(family, addr, a);
+	fk_attr(nh, NDA_DST, a, family == AF_INET ? 4 : 16);
+	if (mac && mlen)
+		fk_attr(nh, NDA_LLADDR, mac, mlen);
+	return nh;
+}
+
+/* Only usable entries of the interface with a 6-byte unicast MAC are
+ * kept; the interface goes as NDA_IFINDEX (strict checking refuses it in
+ * the header); the count tells how many there were beyond the table. */
+TEST(netlink_neigh_dump_keeps_usable_unicast)
+{
+	static const uint8_t mac[6] = { 0x02, 0, 0x5e, 0x10, 0, 7 };
+	static const uint8_t mcast[6] = { 0x01, 0, 0x5e, 0, 0, 1 };
+	static const uint8_t zero[6];
+	struct fake_kernel *k = fk_new();
+	struct fk_dgram *d = &k->d[0];
+	const struct rtattr *rta;
+	const struct ndmsg *req;
+	struct nl_neigh tab[1];
+	uint32_t ifi;
+	int fd, n;
+
+	fk_end(d, fk_neigh(d, AF_INET, 2, NUD_REACHABLE, "198.51.100.7",
+			   mac, 6));
+	fk_end(d, fk_neigh(d, AF_INET, 3, NUD_REACHABLE, "198.51.100.8",
+			   mac, 6));				/* other link */
+	fk_end(d, fk_neigh(d, AF_INET, 2, NUD_FAILED, "198.51.100.9",
+			   mac, 6));
+	fk_end(d, fk_neigh(d, AF_INET, 2, NUD_STALE, "198.51.100.10",
+			   mcast, 6));
+	fk_end(d, fk_neigh(d, AF_INET, 2, NUD_STALE, "198.51.100.11",
+			   zero, 6));
+	fk_end(d, fk_neigh(d, AF_INET, 2, NUD_STALE, "198.51.100.12",
+			   mac, 4));				/* not Ethernet */
+	fk_end(d, fk_neigh(d, AF_INET, 2, NUD_INCOMPLETE, "198.51.100.13",
+			   NULL, 0));
+	fk_end(d, fk_neigh(d, AF_INET, 2, NUD_PERMANENT, "198.51.100.14",
+			   mac, 6));				/* beyond max */
+	fk_done(d);
+	k->n = 1;
+	fd = fk_start(k);
+	n = nl_neigh_dump(fd, AF_INET, 2, tab, 1);
+	fk_stop(k, fd);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(k->req.nlmsg_type, RTM_GETNEIGH);
+	CHECK(k->req.nlmsg_flags & NLM_F_DUMP);
+	req = (const struct ndmsg *)(k->reqbuf + NLMSG_HDRLEN);
+	CHECK_EQ(req->ndm_ifindex, 0);
+	rta = (const struct rtattr *)(k->reqbuf +
+				      NLMSG_LENGTH(sizeof(struct ndmsg)));
+	CHECK_EQ(rta->rta_type, NDA_IFINDEX);
+	memcpy(&ifi, RTA_DATA(rta), sizeof(ifi));
+	CHECK_EQ(ifi, 2);
+	CHECK(!memcmp(tab[0].mac, mac, 6));
+	CHECK(!memcmp(tab[0].addr, "\xc6\x33\x64\x07", 4));
 }
