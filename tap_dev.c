@@ -18,7 +18,7 @@
  * them itself only if it forwards them: per-frame costs stop depending on
  * the MTU. This file only moves the headers with the frames (rx frames
  * are recorded after their header, tx frames are written with it); what
- * goes in them is tap.c's and tcp_tx.c's business.
+ * goes in them is tap.c's and tcp_out.c's business.
  */
 #include <errno.h>
 #include <string.h>

@@ -25,7 +25,7 @@
  * for ordinary frames (the backend's fill_prefix), GSO and partial
  * checksum for TCP data when the sender asks (tap_tx_commit_many_off()).
  * Frames sent are captured here (pcap), before the backend writes them;
- * senders use full checksums while capturing (tcp_tx.c), so the capture
+ * senders use full checksums while capturing (tcp_out.c), so the capture
  * always shows valid checksums.
  *
  * Padding: every frame leaves at least ETH_ZLEN_ (60) bytes long, the

@@ -21,7 +21,7 @@
  * Guest -> host and segment arrival: tcp_in.c (tcp_input() here finds
  * the connection and hands it the segment, tcp_conn_input()).
  *
- * Host -> guest (tcp_tx.c): MSG_PEEK into frames, MSG_TRUNC on ACK,
+ * Host -> guest (tcp_out.c): MSG_PEEK into frames, MSG_TRUNC on ACK,
  * rewind on duplicate ACKs (fewer for a small flight: early
  * retransmit), a tail loss probe or a timeout, window clamp.
  *
@@ -45,14 +45,14 @@
  * probe; while it comes first, the tail loss probe's, with the RTO's
  * kept aside) plus an inactivity limit and keepalives toward the guest
  * (tcp_guard.c); host-side keepalives are the kernel's (SO_KEEPALIVE).
- * The window offered to the guest is output's (tcp_tx.c, as Linux's
+ * The window offered to the guest is output's (tcp_out.c, as Linux's
  * tcp_select_window() is tcp_output.c's).
  *
  * The TCP files by role, each calling only the ones below it: tcp.c
  * (dispatch, opening) above tcp_in.c (segment arrival), above
  * tcp_timer.c (timers), above tcp_fwd.c and tcp_splice.c (forwarded
  * ports), above tcp_tw.c (closed connections) and tcp_guard.c (budgets,
- * keepalives), above tcp_tx.c (output), above tcp_conn.c (the record's
+ * keepalives), above tcp_out.c (output), above tcp_conn.c (the record's
  * helpers) and the leaves tcp_sack.c and tcp_ooo.c.
  */
 #include <errno.h>

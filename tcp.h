@@ -57,7 +57,7 @@ struct tcp_stats {
 					 * malformed (tcp_sack_input()) */
 	uint64_t early_rexmits;		/* dupack rewinds by RFC 5827's lower
 					 * threshold (tcp_early_rexmit()) */
-	uint64_t tlp_probes;		/* tail loss probes (tcp_tx.c) */
+	uint64_t tlp_probes;		/* tail loss probes (tcp_out.c) */
 	uint64_t tlp_rewinds;		/* recoveries a probe began: on its
 					 * timer over SACKed data, or on the
 					 * guest's SACK of its segment */

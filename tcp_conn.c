@@ -120,7 +120,7 @@ static uint32_t tcp_events_want(const struct tcp_conn *conn)
 	} else if (conn->state == TCP_CS_ESTABLISHED) {
 		if (!(conn->flags & TCP_C_SOCK_EOF)) {
 			/* Also while stalled: arrivals then only tighten the
-			 * window clamp (tcp_tx.c, tcp_sendable()). */
+			 * window clamp (tcp_out.c, tcp_sendable()). */
 			want |= EPOLLRDHUP | EPOLLIN;
 		}
 		if ((conn->flags & TCP_C_WANT_OUT) &&
@@ -226,7 +226,7 @@ uint32_t tcp_mss_from_guest(const struct ctx *c, const struct flow *fl)
 
 /* tcp_sock_mss() - a connected socket's segment sizes, with one TCP_INFO:
  * the path's (mss_host, what TCP_MAXSEG reads) and the one we advertised
- * to the peer (mss_peer, for the window clamp in tcp_tx.c). Returns the
+ * to the peer (mss_peer, for the window clamp in tcp_out.c). Returns the
  * socket's TCP state (TCP_ESTABLISHED, TCP_SYN_SENT, ...; the values of
  * <netinet/tcp.h>), -1 when TCP_INFO failed. */
 int tcp_sock_mss(struct tcp_conn *conn)
@@ -333,7 +333,7 @@ void tcp_established(struct ctx *c, struct flow *fl)
 	tcp_half_open_del(c, fl);
 	conn->retries = 0;
 	conn->timer_ms = 0;
-	/* No SO_PEEK_OFF yet: tcp_tx.c turns it on once a read has more
+	/* No SO_PEEK_OFF yet: tcp_out.c turns it on once a read has more
 	 * than a few bytes to skip (tcp_peek_skip()). */
 	conn->flags |= TCP_C_TX_NOW;
 }

@@ -1,6 +1,6 @@
 /* tcp_conn.h - the TCP connection record and sequence-number arithmetic,
  * shared by every TCP file (tcp.c dispatch, tcp_in.c segment arrival,
- * tcp_tx.c output, tcp_timer.c timers, tcp_conn.c the record's helpers,
+ * tcp_out.c output, tcp_timer.c timers, tcp_conn.c the record's helpers,
  * the forwarders, guards and leaves) and the unit tests; the functions
  * each file offers the others are declared here, grouped by file.
  *
@@ -76,7 +76,7 @@ enum tcp_cstate {
 #define TCP_C_FWD		0x1000	/* host-initiated (port forwarding) */
 #define TCP_C_WANT_OUT		0x2000	/* EPOLLOUT: tell the guest when it drains */
 #define TCP_C_PEEK_OFF		0x4000	/* the kernel's peek offset is on (set
-					 * when skips grow, tcp_tx.c, or from a
+					 * when skips grow, tcp_out.c, or from a
 					 * -t listener) */
 #define TCP_C_SACK		0x8000	/* guest agreed to SACK (RFC 2018) */
 
@@ -141,7 +141,7 @@ struct tcp_conn {
 	uint32_t clamp_wnd;		/* wnd_from_guest the clamp was last
 					 * computed for (tcp_clamp_refresh()) */
 	uint32_t mss_peer;		/* host socket's advertised MSS, 0: not
-					 * looked up yet (tcp_tx.c) */
+					 * looked up yet (tcp_out.c) */
 	int64_t chack_ms;		/* challenge ACKs (RFC 5961): the
 					 * current limit period began here */
 	uint8_t chack_n;		/* ... and this many went in it
@@ -160,7 +160,7 @@ struct tcp_conn {
 
 	int64_t timer_ms;		/* deadline on the tcp clock, 0: none */
 	int64_t wnd_poll_ms;		/* measure the window to the guest
-					 * again (tcp_tx.c tcp_wnd_poll()), 0:
+					 * again (tcp_out.c tcp_wnd_poll()), 0:
 					 * not due */
 	uint8_t wnd_poll_shift;		/* ... TCP_WND_POLL_MS doubled this
 					 * many times since the last success */
@@ -176,7 +176,7 @@ struct tcp_conn {
 					 * queue keeps nothing beyond it */
 	uint8_t ack_state;		/* enum tcp_ack_state */
 	uint32_t wnd_base;		/* window level, from the last
-					 * measurement (tcp_tx.c tcp_wnd_set()) */
+					 * measurement (tcp_wnd_set()) */
 	uint32_t wnd_written;		/* bytes written to the socket since */
 	bool sock_sent;			/* every byte in the socket was sent
 					 * to the guest, as of the last read
@@ -186,7 +186,7 @@ struct tcp_conn {
 					 * is right only once consumed */
 	bool read_drained;		/* the last read left nothing unsent:
 					 * the next one guesses, no SIOCINQ
-					 * (tcp_tx.c, tcp_read_batch()) */
+					 * (tcp_out.c, tcp_read_batch()) */
 
 	/* The guest's SACK blocks and loss recovery (tcp_sack.c) */
 	bool sack_rec;			/* in a recovery (rewound, until the
@@ -204,7 +204,7 @@ struct tcp_conn {
 					 * disjoint, in (seq_acked_by_guest,
 					 * snd_max] */
 
-	/* Round-trip time and the tail loss probe (tcp_tx.c) */
+	/* Round-trip time and the tail loss probe (tcp_out.c) */
 	int64_t rtt_start_us;		/* a segment ending at rtt_seq is
 					 * timed since (tcp clock, us), 0:
 					 * none (Karn: a rewind drops it) */
@@ -219,7 +219,7 @@ struct tcp_conn {
 					 * (flow indices, FLOW_NONE: end) */
 };
 
-/* The tail loss probe (RFC 8985 section 7, tcp_tx.c tcp_tlp_arm()). */
+/* The tail loss probe (RFC 8985 section 7, tcp_out.c tcp_tlp_arm()). */
 enum tcp_tlp_state {
 	TCP_TLP_NONE = 0,	/* timer_ms, if set, is the RTO (or another
 				 * timer of the connection) */
@@ -364,7 +364,7 @@ bool tcp_keepalive(struct ctx *c, struct flow *fl, int64_t now,
  * ends the connection) after keepalive probes: they are answered. */
 void tcp_keepalive_heard(struct ctx *c, struct tcp_conn *conn, bool rst);
 
-/* tcp_tx.c */
+/* tcp_out.c */
 bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags);
 void tcp_rst_reply(struct ctx *c, const struct pkt *p);
 /* tcp_send_probe() - an ACK one byte below snd_nxt, no data: the
@@ -375,7 +375,7 @@ void tcp_send_probe(struct ctx *c, struct flow *fl);
 void tcp_reply(struct ctx *c, const struct pkt *p, uint32_t seq, uint32_t ack,
 	       uint8_t flags, uint16_t wnd);
 /* tcp_reset_both() - give up on a connection: RST to the guest, the
- * socket aborted, the flow freed (tcp_tx.c). */
+ * socket aborted, the flow freed (tcp_out.c). */
 void tcp_reset_both(struct ctx *c, struct flow *fl);
 /* tcp_sock_dead() - where the flow may be freed: after a hard socket
  * error (tcp_sock_failed()) an RST to the guest and the flow gone.
@@ -404,7 +404,7 @@ void tcp_consume(struct ctx *c, struct flow *fl);
  * as it is, until more gather or tcp_consume() is called (rewind, close).
  * Returns true when the consumption was deferred. */
 bool tcp_consume_lazy(struct ctx *c, struct flow *fl);
-/* tcp_clamp_update() - re-compute the window clamp (tcp_tx.c); stale:
+/* tcp_clamp_update() - re-compute the window clamp (tcp_out.c); stale:
  * set it even if unchanged (the kernel may have rewritten it). */
 void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale);
 /* tcp_clamp_refresh() - the clamp at the end of an input batch with
@@ -424,7 +424,7 @@ void tcp_rewind_to(struct ctx *c, struct flow *fl, seq_t to, bool fast);
 bool tcp_tlp_ok(const struct tcp_conn *conn);
 /* tcp_tlp_arm() - after new data went to the guest, or an ACK moved
  * snd_una with data still out (its RTO set): the tail loss probe's
- * timer in place of the RTO's when the probe is due first (tcp_tx.c). */
+ * timer in place of the RTO's when the probe is due first (tcp_out.c). */
 void tcp_tlp_arm(struct ctx *c, struct flow *fl);
 
 /* tcp_timer.c */
@@ -455,7 +455,7 @@ void tcp_fin_to_host(struct ctx *c, struct flow *fl);
 bool tcp_conn_finished(struct ctx *c, struct flow *fl);
 /* tcp_early_rexmit() - a duplicate ACK (window wnd) outside a recovery:
  * whether RFC 5827's early retransmit resends now (SACK variant,
- * tcp_tx.c). */
+ * tcp_out.c). */
 bool tcp_early_rexmit(struct tcp_conn *conn, uint32_t wnd);
 /* tcp_sack.c */
 struct tcp_stats;

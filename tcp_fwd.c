@@ -40,7 +40,7 @@
  * the guest's address and target port, from the client's own address
  * unless that is local to the host (then from the gateway, as
  * nat_inbound_fwd() decides). The guest's SYN-ACK establishes the
- * connection (tcp_fwd_synack()) and tcp_in.c / tcp_tx.c take over; a
+ * connection (tcp_fwd_synack()) and tcp_in.c / tcp_out.c take over; a
  * segment acknowledging anything else gets an RST and changes nothing
  * (RFC 9293 3.10.7.3). The guest's RST with the ACK of our SYN (one
  * without is dropped), or no answer after TCP_SYN_RETRIES

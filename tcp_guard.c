@@ -31,7 +31,7 @@
  * inactivity limit. Once an established connection has been idle for
  * --tcp-keepalive seconds (last_ms: the last segment from the guest or
  * read from the host), ferry probes the guest with RFC 9293 3.8.4's
- * keep-alive, an ACK at SND.NXT - 1 without data (tcp_tx.c
+ * keep-alive, an ACK at SND.NXT - 1 without data (tcp_out.c
  * tcp_send_probe()): a live guest answers with an ACK (any segment from
  * it counts), one that lost the connection with an RST (which resets the
  * host side: tcp.c), a gone one not at all. Probes go every

@@ -30,7 +30,7 @@
  *
  * Sits above the timers (tcp_timer.c: the delayed ACK it queues), the
  * forwarders (tcp_fwd.c: a forwarded connection's SYN-ACK), the closed
- * connections (tcp_tw.c), the guards and output (tcp_tx.c), which it
+ * connections (tcp_tw.c), the guards and output (tcp_out.c), which it
  * drives: acknowledged bytes consumed, rewinds, reads when the guest's
  * ACK or window lets more out. tcp.c's dispatch calls it.
  */
@@ -661,7 +661,7 @@ static bool tcp_batch_end(struct ctx *c, struct flow *fl, unsigned int carried)
 					 !(conn->flags & TCP_C_FIN_SENT)));
 	if (conn->consume)
 		tcp_consume_lazy(c, fl);	/* deferred: the clamp too */
-	else if (!read_now)	/* a read sets the clamp itself (tcp_tx.c) */
+	else if (!read_now)	/* a read sets the clamp (tcp_out.c) */
 		tcp_clamp_refresh(c, fl);
 	announce = tcp_wnd_update(c, fl);
 	if (conn->ooo && tcp_ooo_continues(c->tcp.ooo, conn,

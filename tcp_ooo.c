@@ -12,7 +12,7 @@
  * Memory is one pool, allocated at start-up (mmap, touched lazily) and
  * never grown: TCP_OOO_POOL_BLKS blocks of TCP_OOO_BLK bytes, shared by
  * at most TCP_OOO_SLOTS connections, each limited to TCP_OOO_CONN_BLKS
- * blocks (tcp_tx.c never offers a connection a window larger than
+ * blocks (tcp_out.c never offers a connection a window larger than
  * TCP_OOO_CONN_BYTES, so a guest that stays inside its window never meets
  * that limit). When the pool, the slots or a limit run out, the new
  * segment is dropped whole (the caller counts the drop reason). Queued

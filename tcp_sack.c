@@ -4,7 +4,7 @@
  * Theory of operation
  *
  * ferry keeps no retransmission buffer: a retransmission is a rewind of
- * seq_to_guest to the guest's cumulative ACK (tcp_tx.c tcp_rewind()),
+ * seq_to_guest to the guest's cumulative ACK (tcp_out.c tcp_rewind()),
  * after which the next reads peek the same bytes from the socket again.
  * Without more, a rewind resends the whole window. A guest that agreed
  * to SACK (RFC 2018) says in its duplicate ACKs which bytes beyond the
@@ -41,7 +41,7 @@
  * the blocks already show the segment at the ACK lost (RFC 6675 section
  * 5, IsLost(HighACK + 1), tcp_sack_una_lost()), or, for a flight of
  * fewer than four segments, all of it SACKed but one segment at the ACK
- * (RFC 5827 early retransmit, tcp_sack_er(); tcp_tx.c adds that no new
+ * (RFC 5827 early retransmit, tcp_sack_er(); tcp_out.c adds that no new
  * data can go out).
  */
 #include <string.h>

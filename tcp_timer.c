@@ -15,20 +15,20 @@
  * later, a freed flow's index), never late. Per connection
  * (tcp_conn_due()) it takes, in order: the connection's
  * timer (tcp_conn_timeout(): the handshake's retries, a forwarded SYN's
- * (tcp_fwd.c), else tcp_probe_or_rto()), the window poll (tcp_tx.c
+ * (tcp_fwd.c), else tcp_probe_or_rto()), the window poll (tcp_out.c
  * tcp_wnd_poll()), the host-side keepalive's late arming, the
  * inactivity limit, keepalives toward the guest (tcp_guard.c) and the
  * stuck-window check, then puts the connection back at its earliest
  * deadline.
  *
- * Retransmission is a rewind (tcp_tx.c): on the RTO, seq_to_guest goes
+ * Retransmission is a rewind (tcp_out.c): on the RTO, seq_to_guest goes
  * back to the guest's ACK and the next read resends (RFC 6298 backoff,
  * TCP_DATA_RETRIES); a zero window gets a probe instead. While it comes
  * first, the tail loss probe's deadline stands in the connection's
- * timer, the RTO's kept aside (rto_ms, tcp_tx.c tcp_tlp_arm()); when it
+ * timer, the RTO's kept aside (rto_ms, tcp_out.c tcp_tlp_arm()); when it
  * fires, tcp_tlp_send() probes and the RTO goes back where it was.
  *
- * Calls go down only: to output (tcp_tx.c), the guards and the
+ * Calls go down only: to output (tcp_out.c), the guards and the
  * forwarders' SYN timeout; nothing here is called by them. A flow freed
  * on the way (a reset, a socket error found dead) is skipped at once.
  */
@@ -103,7 +103,7 @@ void tcp_stuck_check(struct ctx *c, struct flow *fl)
 		   sizeof(open));
 }
 
-/* tcp_tlp_send() - the probe (tcp_tx.c, above tcp_tlp_ok()): a fast
+/* tcp_tlp_send() - the probe (tcp_out.c, above tcp_tlp_ok()): a fast
  * recovery over what the guest SACKed, else new data, else the last
  * segment (at most the guest's MSS, our FIN with it) sent again, inside
  * the guest's window as every read is. */

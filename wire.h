@@ -4,7 +4,7 @@
  * offsets from the start of that header (or of one option), and both
  * sides use them: the parser (ip.c pkt_parse(), ndp.c, dhcpv6.c, ...)
  * reads a field at its name and every builder (arp.c, ip.c, ndp.c,
- * icmp_err.c, udp.c, tcp_tx.c, ...) writes it there, with util.h's
+ * icmp_err.c, udp.c, tcp_out.c, ...) writes it there, with util.h's
  * rd16()/rd32()/wr16()/wr32() (unaligned, network order). As smoltcp's
  * wire modules keep one `field` table per header for parse and emit, a
  * header learns a new field in one place, and a parser and its builder

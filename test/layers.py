@@ -57,7 +57,7 @@ FLOORS = {
     "vhost_user": 1, "virtq": 1, "vu_log": 1, "tap.h": 1,
     # 2: protocols
     "arp": 2, "ndp": 2, "dhcp": 2, "dhcpv6": 2, "icmp": 2, "icmp_err": 2,
-    "udp": 2, "udp_int": 2, "udp_fwd": 2, "tcp": 2, "tcp_tx": 2,
+    "udp": 2, "udp_int": 2, "udp_fwd": 2, "tcp": 2, "tcp_out": 2,
     "tcp_fwd": 2, "tcp_splice": 2, "tcp_tw": 2, "tcp_guard": 2, "tcp_timer": 2,
     "tcp_in": 2, "nsexec": 1, "mcast": 2, "igmp": 2,
     # 3: drivers: receive dispatch, the loop, the modes, start-up

@@ -32,7 +32,8 @@ import sys
 
 PROTO_FILES = [
     "arp.c", "ip.c", "ndp.c", "dhcp.c", "dhcpv6.c", "icmp.c", "icmp_err.c",
-    "udp.c", "udp_fwd.c", "tcp.c", "tcp_tx.c", "tcp_fwd.c", "tcp_sack.c",
+    "udp.c", "udp_fwd.c", "tcp.c", "tcp_in.c", "tcp_out.c", "tcp_timer.c",
+    "tcp_conn.c", "tcp_guard.c", "tcp_fwd.c", "tcp_sack.c",
     "tcp_ooo.c", "tcp_tw.c", "tcp_splice.c", "dns.c", "igmp.c", "mcast.c",
     "vnet.c", "tap_vu.c",	# the virtio-net header's parser and writers
 ]

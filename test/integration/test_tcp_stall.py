@@ -86,7 +86,7 @@ def test_stall_small_send_buffer(ferry_ns):
     reports room once a third of it is free, 3/4 of which ferry offers,
     less than a segment). The guest sends no part of a segment into a
     window it filled, so ferry must itself announce the room once a
-    segment fits, measuring again on a timer (tcp_tx.c tcp_wnd_poll()):
+    segment fits, measuring again on a timer (tcp_out.c tcp_wnd_poll()):
     before, the guest waited for its persist timer, 0.2 s about 25 times
     per 256 MiB (5.3 s in all; 0.7 s with the polls). Checked here: the
     transfer, no second without progress, and that ferry's polls found

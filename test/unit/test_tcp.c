@@ -936,7 +936,7 @@ TEST(tcp_ooo_short_write_waits_for_room)
 	tcp_test_free(c);
 }
 
-/* --- review findings (tcp.c, tcp_tx.c) -------------------------------
+/* --- review findings (tcp.c, tcp_out.c) -------------------------------
  * Defects found in review of the delayed-ACK and zero-window code: a
  * delayed ACK's timer swallowing the retransmission timer, a queued
  * delayed ACK holding back a full segment's ACK, and no zero-window
@@ -1039,7 +1039,7 @@ TEST(tcp_review_delack_full_segment_after_small)
 /* The guest acknowledges everything with a zero window while the host
  * has more: ferry must probe the window (RFC 9293 3.8.6.1), or a lost
  * window update stalls the connection for good. No timer is armed when
- * nothing is in flight (tcp_in.c tcp_ack_input(), tcp_tx.c
+ * nothing is in flight (tcp_in.c tcp_ack_input(), tcp_out.c
  * tcp_data_to_guest()). */
 TEST(tcp_review_zero_window_probed)
 {

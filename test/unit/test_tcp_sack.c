@@ -613,7 +613,7 @@ TEST(tcp_sack_dupack_rewind_after_timeout_resends_holes)
 	tconn_close(&g, a);
 }
 
-/* Early retransmit and the tail loss probe (tcp_tx.c). */
+/* Early retransmit and the tail loss probe (tcp_out.c). */
 
 /* small_open() - a SACK connection whose guest offers wnd bytes of
  * window (scale 7, in an ACK after the handshake), with an RTT of 1 ms

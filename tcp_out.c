@@ -1,4 +1,4 @@
-/* tcp_tx.c - TCP output: segments to the guest, host data, the rewind
+/* tcp_out.c - TCP output: segments to the guest, host data, the rewind
  * (retransmission), the window clamp, the window offered to the guest.
  *
  * Theory of operation
