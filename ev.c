@@ -37,7 +37,7 @@ static bool ep_is_ctl(union eref ref)
 
 /* ep_ctl() - epoll_ctl() op on the main set and, for a control fd, on
  * the control set; 0 or -errno. */
-static int ep_ctl(struct ctx *c, int op, int fd, uint32_t events,
+static int ep_ctl(const struct ctx *c, int op, int fd, uint32_t events,
 		  union eref ref)
 {
 	struct epoll_event ev = { .events = events, .data.u64 = ref.u64 };
@@ -51,13 +51,13 @@ static int ep_ctl(struct ctx *c, int op, int fd, uint32_t events,
 }
 
 /* ep_add() - EPOLL_CTL_ADD fd under ref; 0 or -errno. */
-int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref)
+int ep_add(const struct ctx *c, int fd, uint32_t events, union eref ref)
 {
 	return ep_ctl(c, EPOLL_CTL_ADD, fd, events, ref);
 }
 
 /* ep_mod() - EPOLL_CTL_MOD fd's events and ref; 0 or -errno. */
-int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref)
+int ep_mod(const struct ctx *c, int fd, uint32_t events, union eref ref)
 {
 	return ep_ctl(c, EPOLL_CTL_MOD, fd, events, ref);
 }
@@ -65,7 +65,7 @@ int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref)
 /* ep_del() - EPOLL_CTL_DEL fd from both sets (errors ignored: closing
  * does it too, unless the fd is shared, say an inherited --fd; a host
  * socket is not in the control set: ENOENT there, only in VM mode). */
-void ep_del(struct ctx *c, int fd)
+void ep_del(const struct ctx *c, int fd)
 {
 	epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
 	if (c->ctl_epfd >= 0)

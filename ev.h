@@ -45,9 +45,9 @@ union eref {
 /* ep_add()/ep_mod()/ep_del() - register fd with the loop under a
  * reference (control fds also in the control set, see ev.c). Return 0
  * or -errno. */
-int ep_add(struct ctx *c, int fd, uint32_t events, union eref ref);
-int ep_mod(struct ctx *c, int fd, uint32_t events, union eref ref);
-void ep_del(struct ctx *c, int fd);
+int ep_add(const struct ctx *c, int fd, uint32_t events, union eref ref);
+int ep_mod(const struct ctx *c, int fd, uint32_t events, union eref ref);
+void ep_del(const struct ctx *c, int fd);
 
 /* timer_request() - ask the loop to call module timers no later than
  * ms milliseconds from c->now. */

@@ -679,7 +679,7 @@ static void ns_tty_back(void)
 }
 
 /* ns_watch_event() - joined by path: did the namespace file go away? */
-static bool ns_watch_event(struct ctx *c)
+static bool ns_watch_event(const struct ctx *c)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	char path[PATH_MAX], *base;

@@ -285,7 +285,7 @@ static int sc_agent_job(void *arg)
 	return sc_load(&sc_built);
 }
 
-int seccomp_install(struct ctx *c)
+int seccomp_install(const struct ctx *c)
 {
 	unsigned int mask = sc_mode_mask(c);
 	int rc;

@@ -9,7 +9,7 @@ struct ctx;
  * namespace helper if there is one. A call not on the list kills the
  * process (SIGSYS). Returns 0, or -errno if the kernel refused it
  * (-E2BIG: the table does not fit a filter). */
-int seccomp_install(struct ctx *c);
+int seccomp_install(const struct ctx *c);
 
 /* seccomp_count() - how many system calls the list for c's mode allows
  * (the sanitizers' own calls of a test build not counted). */

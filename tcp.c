@@ -436,7 +436,7 @@ static bool tcp_conn_drained(const struct tcp_conn *conn)
 	       (uint32_t)inq <= conn->consume;
 }
 
-bool tcp_drain_busy(struct ctx *c)
+bool tcp_drain_busy(const struct ctx *c)
 {
 	struct flow *fl;
 

@@ -124,7 +124,7 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref, uint32_t events);
 void tcp_timer(struct ctx *c);
 /* tcp_drain_busy() - drain before exit (drain.c): does any connection
  * (spliced ones included) still have something to carry? */
-bool tcp_drain_busy(struct ctx *c);
+bool tcp_drain_busy(const struct ctx *c);
 /* tcp_drain_end() - the drain is over: close the finished connections
  * cleanly, reset the others both ways, each logged with its 4-tuple
  * (spliced ones too: tcp_splice_drain_end()). */

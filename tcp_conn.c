@@ -132,7 +132,7 @@ static uint32_t tcp_events_want(const struct tcp_conn *conn)
 
 /* tcp_ep_add() - register a new connection's socket, once for its life:
  * every event it may ever want, edge-triggered. Returns 0 or -errno. */
-int tcp_ep_add(struct ctx *c, struct flow *fl)
+int tcp_ep_add(const struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	union eref ref = { .type = EREF_TCP, .idx = flow_idx(&c->flows, fl) };
@@ -182,7 +182,7 @@ void tcp_events_update(struct ctx *c, struct flow *fl)
 
 /* tcp_events_rearm() - EPOLL_CTL_MOD with the same events, so that an
  * edge-triggered socket with data left behind is reported again. */
-void tcp_events_rearm(struct ctx *c, struct flow *fl)
+void tcp_events_rearm(const struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	union eref ref = { .type = EREF_TCP, .idx = flow_idx(&c->flows, fl) };

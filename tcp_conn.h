@@ -291,14 +291,14 @@ void tcp_sock_failed(struct tcp_conn *conn, int err);
 #define TCP_EP_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 /* tcp_ep_add() - register a new connection's socket (its sock, state and
  * flags set) with the loop. Returns 0 or -errno. */
-int tcp_ep_add(struct ctx *c, struct flow *fl);
+int tcp_ep_add(const struct ctx *c, struct flow *fl);
 /* tcp_events_update() - the events the connection acts on, after a
  * change of state or flags (a system call only when EPOLLOUT is newly
  * wanted). */
 void tcp_events_update(struct ctx *c, struct flow *fl);
 /* tcp_events_rearm() - re-register the socket's events so that epoll
  * reports it again if it is ready now (the reader left data behind). */
-void tcp_events_rearm(struct ctx *c, struct flow *fl);
+void tcp_events_rearm(const struct ctx *c, struct flow *fl);
 struct tcp_view;
 void tcp_sock_opts(int s);
 int tcp_sock_mss(struct tcp_conn *conn);
@@ -386,12 +386,12 @@ bool tcp_sock_dead(struct ctx *c, struct flow *fl);
 uint32_t tcp_wnd_quantize(uint32_t w);
 /* tcp_wnd_refresh() - the window offered to the guest measured again
  * (SO_MEMINFO); true when it grew from low: the guest should hear. */
-bool tcp_wnd_refresh(struct ctx *c, struct flow *fl);
+bool tcp_wnd_refresh(const struct ctx *c, struct flow *fl);
 /* tcp_wnd_first() - the window of a just-connected socket (SYN-ACK). */
 void tcp_wnd_first(struct ctx *c, struct flow *fl);
 /* tcp_wnd_update() - the window at the end of an input batch, measured
  * again only when due; tcp_wnd_refresh()'s answer, or false. */
-bool tcp_wnd_update(struct ctx *c, struct flow *fl);
+bool tcp_wnd_update(const struct ctx *c, struct flow *fl);
 /* tcp_wnd_poll_arm() - after EPOLLOUT: poll the window while it is
  * short of a segment. */
 void tcp_wnd_poll_arm(struct ctx *c, struct flow *fl);
@@ -449,7 +449,7 @@ enum drop_reason tcp_conn_input(struct ctx *c, struct flow *fl,
 void tcp_flush_pending(struct ctx *c, struct flow *fl);
 /* tcp_fin_to_host() - the guest's FIN to the host (shutdown(SHUT_WR))
  * once every byte before it is written. */
-void tcp_fin_to_host(struct ctx *c, struct flow *fl);
+void tcp_fin_to_host(const struct ctx *c, struct flow *fl);
 /* tcp_conn_finished() - both directions through: the flow closed (and
  * remembered, tcp_tw.c). Returns true if the flow is gone. */
 bool tcp_conn_finished(struct ctx *c, struct flow *fl);

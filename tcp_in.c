@@ -296,8 +296,8 @@ static enum drop_reason tcp_ack_input(struct ctx *c, struct flow *fl,
 /* tcp_pend_iov() - iovecs for the batch's in-order slices, followed by
  * the out-of-order queue's run that continues them (unless the guest's
  * FIN ends the stream there). Returns the count; *bytes their total. */
-static size_t tcp_pend_iov(struct ctx *c, struct flow *fl, struct iovec *iov,
-			   size_t *bytes)
+static size_t tcp_pend_iov(const struct ctx *c, struct flow *fl,
+			   struct iovec *iov, size_t *bytes)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	size_t n = 0, run = 0;
@@ -581,7 +581,7 @@ enum drop_reason tcp_conn_input(struct ctx *c, struct flow *fl,
 
 /* tcp_fin_to_host() - pass the guest's FIN on once every byte before it
  * is written. */
-void tcp_fin_to_host(struct ctx *c, struct flow *fl)
+void tcp_fin_to_host(const struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 

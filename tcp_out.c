@@ -149,7 +149,7 @@ static size_t tcp_hdr_len(const struct flow *fl)
 /* l3_build() - Ethernet and IP headers at f for l4len transport bytes,
  * from the remote (as the guest sees it) to the guest. Returns the TCP
  * header position. */
-static uint8_t *l3_build(struct ctx *c, const struct flow *fl, uint8_t *f,
+static uint8_t *l3_build(const struct ctx *c, const struct flow *fl, uint8_t *f,
 			 size_t l4len)
 {
 	const struct flow_key *k = &fl->f.key[FLOW_SIDE_GUEST];
@@ -590,7 +590,7 @@ static const struct pkt_off *tcp_tx_off(const struct ctx *c,
  * keep frames (starting at f[]), got payload bytes in all, seg bytes in
  * each but the last, which carries our FIN when fin is set; their
  * lengths go to lens[] for the commit. */
-static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
+static void tcp_frames_fill(const struct ctx *c, struct flow *fl, uint8_t **f,
 			    size_t *lens, unsigned int keep, size_t got,
 			    size_t seg, const struct pkt_off *o, bool fin)
 {
@@ -623,7 +623,7 @@ static void tcp_frames_fill(struct ctx *c, struct flow *fl, uint8_t **f,
  * to the scratch buffer (returns skip) while they are few, or when the
  * kernel has no SO_PEEK_OFF; else SO_PEEK_OFF is turned on here, at the
  * offset of the next unsent byte, and stays on (returns 0). */
-static size_t tcp_peek_skip(struct ctx *c, struct flow *fl, size_t skip)
+static size_t tcp_peek_skip(const struct ctx *c, struct flow *fl, size_t skip)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	int off = (int)skip;
@@ -1001,7 +1001,7 @@ static uint32_t tcp_wnd_held(const struct tcp_conn *conn)
  * guest fills it. Returns true
  * when the window grew from a low value, i.e. the guest should hear about
  * it now. */
-static bool tcp_wnd_set(struct ctx *c, struct flow *fl, uint32_t free_)
+static bool tcp_wnd_set(const struct ctx *c, struct flow *fl, uint32_t free_)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	uint32_t old = conn->wnd_to_guest, cap, low, m;
@@ -1040,7 +1040,7 @@ static bool tcp_wnd_set(struct ctx *c, struct flow *fl, uint32_t free_)
 /* tcp_wnd_refresh() - recompute the window offered to the guest from the
  * socket's free send-buffer space (SO_MEMINFO). Returns tcp_wnd_set()'s
  * answer. */
-bool tcp_wnd_refresh(struct ctx *c, struct flow *fl)
+bool tcp_wnd_refresh(const struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
@@ -1091,7 +1091,7 @@ void tcp_wnd_first(struct ctx *c, struct flow *fl)
  * measurement, well inside the quarter of it never offered; no
  * SO_MEMINFO per request. Measured again after an eighth, and always
  * while the window is low. Returns tcp_wnd_refresh()'s answer, or false. */
-bool tcp_wnd_update(struct ctx *c, struct flow *fl)
+bool tcp_wnd_update(const struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 

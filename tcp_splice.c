@@ -147,7 +147,7 @@ static void spl_free(struct ctx *c, struct flow *fl, bool abort)
 }
 
 /* spl_events() - what each socket waits for now. */
-static void spl_events(struct ctx *c, struct flow *fl)
+static void spl_events(const struct ctx *c, struct flow *fl)
 {
 	struct tcp_splice *sp = spl_of(fl);
 	int i;
