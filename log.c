@@ -45,7 +45,6 @@
 #include <sys/un.h>
 
 #include "log.h"
-#include "util.h"
 
 /* seccomp(all): write ftruncate lseek pread64 pwrite64 clock_gettime
  *   (stderr; the log file, its lines' times, the rotation in place) */
@@ -74,6 +73,25 @@ static struct {
 	char header[LOG_PATH_MAX + 128];
 	size_t header_len;
 } log_sink = { .level = LOG_LVL_INFO, .file_fd = -1, .syslog_fd = -1 };
+
+/* write_all() - write len bytes, retrying short writes and EINTR. */
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
 
 /* header_make() - the header line for pid, its length padded so that any
  * PID gives the same length (log_file_pid() rewrites it in place). */

@@ -45,4 +45,9 @@ void die_code(int code, const char *fmt, ...)
 				log_msg(LOG_LVL_TRACE, __VA_ARGS__); } while (0)
 #define die(...)	die_code(1, __VA_ARGS__)
 
+/* write_all() - write a whole buffer to a (blocking) fd, retrying on
+ * EINTR and short writes; returns 0 or -errno. Not for the data path.
+ * Here, below util.c: the log sink writes with it, and util.c logs. */
+int write_all(int fd, const void *buf, size_t len);
+
 #endif /* FERRY_LOG_H */

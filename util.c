@@ -14,7 +14,7 @@
 #include "log.h"
 #include "util.h"
 
-/* seccomp(all): accept4 clock_gettime close fcntl setsockopt write
+/* seccomp(all): accept4 clock_gettime close fcntl setsockopt
  *   (helpers) */
 /* seccomp(all): eventfd2 getrandom
  *   (the spare fd is an eventfd; random_bytes(): ndp.c's delays) */
@@ -45,25 +45,6 @@ int fd_set_nonblock(int fd)
 		return -errno;
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return -errno;
-	return 0;
-}
-
-/* write_all() - write len bytes, retrying short writes and EINTR. */
-int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
 	return 0;
 }
 

@@ -115,9 +115,6 @@ bool str_copy(char *dst, const char *src, size_t size);
 /* Set O_NONBLOCK (and FD_CLOEXEC) on fd; returns 0 or -errno. */
 int fd_set_nonblock(int fd);
 
-/* Write a whole buffer to a (blocking) fd, retrying on EINTR/short
- * writes; returns 0 or -errno. Not for the data path. */
-int write_all(int fd, const void *buf, size_t len);
 
 /* Write "pid\n" to path (pid file); returns 0 or -errno. */
 int write_pidfile(int fd, pid_t pid);
