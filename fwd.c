@@ -173,6 +173,38 @@ static bool bind_eq(const struct fwd_bind *a, const struct fwd_bind *b)
 	       !strncmp(a->ifname, b->ifname, IFNAMSIZ);
 }
 
+/* bind_pair() - a and b bound to one address each, of different
+ * families, on the same interface (podman gives "0.0.0.0/8080" and
+ * "[::]/8080" for one dual-stack forward): their union into *out. */
+static bool bind_pair(const struct fwd_bind *a, const struct fwd_bind *b,
+		      struct fwd_bind *out)
+{
+	if (a->has_addr4 == a->has_addr6 || b->has_addr4 == b->has_addr6 ||
+	    a->has_addr4 == b->has_addr4 || strncmp(a->ifname, b->ifname,
+						    IFNAMSIZ))
+		return false;
+	*out = a->has_addr4 ? *a : *b;
+	out->has_addr6 = true;
+	out->addr6 = a->has_addr6 ? a->addr6 : b->addr6;
+	return true;
+}
+
+/* bind_unused() - a binds[] entry (not the wildcard) no forwarded port
+ * uses any more, after run-time deletes (fwd_spec_remove()); -1: none. */
+static int bind_unused(const struct fwd_spec *f)
+{
+	bool used[FWD_BIND_MAX] = { false };
+	unsigned int p, i;
+
+	for (p = 1; p < 65536; p++)
+		if (PORT_BITS(f->map, p) & PORT_BIT(p))
+			used[f->bind[p] < FWD_BIND_MAX ? f->bind[p] : 0] = true;
+	for (i = 1; i < FWD_BIND_MAX; i++)
+		if (!used[i])
+			return (int)i;
+	return -1;
+}
+
 /* bind_index() - the binds[] entry equal to *b, added if new. */
 static int bind_index(struct fwd_spec *f, const struct fwd_bind *b,
 		      char *err, size_t errlen)
@@ -185,6 +217,12 @@ static int bind_index(struct fwd_spec *f, const struct fwd_bind *b,
 		if (bind_eq(&f->binds[i], b))
 			return (int)i;
 	if (f->nbinds >= FWD_BIND_MAX) {
+		int j = bind_unused(f);
+
+		if (j > 0) {		/* freed by a run-time delete */
+			f->binds[j] = *b;
+			return j;
+		}
 		snprintf(err, errlen, "more than %d different bind prefixes",
 			 FWD_BIND_MAX - 1);
 		return -1;
@@ -208,16 +246,27 @@ static bool add_range(struct fwd_spec *f, const struct range *r, uint8_t bind,
 
 	for (p = r->lo; p <= r->hi; p++) {
 		uint16_t delta = (uint16_t)(r->tlo - r->lo);
+		uint8_t b = bind;
 
 		if ((PORT_BITS(f->map, p) & PORT_BIT(p)) && f->mode == FWD_SPEC &&
 		    (f->delta[p] != delta || f->bind[p] != bind)) {
-			snprintf(err, errlen, "port %u given twice with different "
-				 "targets or addresses", p);
-			return false;
+			struct fwd_bind both;
+			int i;
+
+			if (f->delta[p] != delta ||
+			    !bind_pair(fwd_port_bind(f, (uint16_t)p),
+				       &f->binds[bind], &both)) {
+				snprintf(err, errlen, "port %u given twice with "
+					 "different targets or addresses", p);
+				return false;
+			}
+			if ((i = bind_index(f, &both, err, errlen)) < 0)
+				return false;
+			b = (uint8_t)i;
 		}
 		PORT_BITS(f->map, p) |= PORT_BIT(p);
 		f->delta[p] = delta;
-		f->bind[p] = bind;
+		f->bind[p] = b;
 	}
 	return true;
 }
@@ -452,4 +501,194 @@ int64_t fwd_retry_left(const struct fwd_retry *r, int64_t now)
 	if (!r->pending)
 		return INT64_MAX;
 	return r->due_ms > now ? r->due_ms - now : 0;
+}
+
+/* --- Run-time changes (the control socket, ctl.c) -------------------- */
+
+/* port_in() - is port set in map? */
+static bool port_in(const uint64_t *map, unsigned int p)
+{
+	return PORT_BITS(map, p) & PORT_BIT(p);
+}
+
+bool fwd_spec_merge(struct fwd_spec *dst, const struct fwd_spec *src,
+		    uint64_t *added, char *err, size_t errlen)
+{
+	unsigned int p;
+	int bi;
+
+	memset(added, 0, FWD_BITMAP_WORDS * sizeof(*added));
+	for (p = 1; p < 65536; p++) {
+		const struct fwd_bind *sb = fwd_port_bind(src, (uint16_t)p);
+
+		if (!port_in(src->map, p))
+			continue;
+		if (port_in(dst->map, p)) {
+			struct fwd_bind both;
+
+			if (dst->delta[p] == src->delta[p] &&
+			    bind_eq(fwd_port_bind(dst, (uint16_t)p), sb))
+				continue;	/* the same forward: nothing */
+			if (dst->delta[p] != src->delta[p] ||
+			    !bind_pair(fwd_port_bind(dst, (uint16_t)p), sb,
+				       &both)) {
+				snprintf(err, errlen, "port %u is forwarded "
+					 "already, to another target or from "
+					 "another address", p);
+				return false;
+			}
+			if ((bi = bind_index(dst, &both, err, errlen)) < 0)
+				return false;
+		} else if ((bi = bind_index(dst, sb, err, errlen)) < 0) {
+			return false;
+		}
+		PORT_BITS(dst->map, p) |= PORT_BIT(p);
+		PORT_BITS(added, p) |= PORT_BIT(p);
+		dst->delta[p] = src->delta[p];
+		dst->bind[p] = (uint8_t)bi;
+	}
+	if (dst->mode == FWD_NONE)
+		dst->mode = FWD_SPEC;
+	dst->given = true;
+	return true;
+}
+
+/* bind_less() - dst's bind to both families less src's one address
+ * (half of a dual-stack forward deleted) into *out. */
+static bool bind_less(const struct fwd_bind *dst, const struct fwd_bind *src,
+		      struct fwd_bind *out)
+{
+	if (!dst->has_addr4 || !dst->has_addr6 ||
+	    src->has_addr4 == src->has_addr6 ||
+	    strncmp(dst->ifname, src->ifname, IFNAMSIZ) ||
+	    (src->has_addr4 ? src->addr4.s_addr != dst->addr4.s_addr
+			    : memcmp(&src->addr6, &dst->addr6,
+				     sizeof(dst->addr6))))
+		return false;
+	*out = *dst;
+	if (src->has_addr4)
+		out->has_addr4 = false;
+	else
+		out->has_addr6 = false;
+	return true;
+}
+
+bool fwd_spec_remove(struct fwd_spec *dst, const struct fwd_spec *src,
+		     uint64_t *removed, char *err, size_t errlen)
+{
+	struct fwd_bind less;
+	unsigned int p;
+	int bi;
+
+	memset(removed, 0, FWD_BITMAP_WORDS * sizeof(*removed));
+	for (p = 1; p < 65536; p++) {
+		const struct fwd_bind *sb = fwd_port_bind(src, (uint16_t)p);
+		const struct fwd_bind *db = fwd_port_bind(dst, (uint16_t)p);
+
+		if (!port_in(src->map, p))
+			continue;
+		if (!port_in(dst->map, p)) {
+			snprintf(err, errlen, "port %u is not forwarded", p);
+			return false;
+		}
+		if ((src->delta[p] && src->delta[p] != dst->delta[p]) ||
+		    (src->bind[p] && !bind_eq(sb, db) &&
+		     !bind_less(db, sb, &less))) {
+			snprintf(err, errlen, "port %u is forwarded to another "
+				 "target or from another address", p);
+			return false;
+		}
+		PORT_BITS(removed, p) |= PORT_BIT(p);
+	}
+	for (p = 1; p < 65536; p++) {
+		const struct fwd_bind *sb = fwd_port_bind(src, (uint16_t)p);
+		const struct fwd_bind *db = fwd_port_bind(dst, (uint16_t)p);
+
+		if (!port_in(removed, p))
+			continue;
+		if (src->bind[p] && !bind_eq(sb, db) && bind_less(db, sb, &less)) {
+			if ((bi = bind_index(dst, &less, err, errlen)) < 0)
+				return false;	/* the caller restores dst */
+			dst->bind[p] = (uint8_t)bi;
+			continue;
+		}
+		PORT_BITS(dst->map, p) &= ~PORT_BIT(p);
+		dst->delta[p] = 0;
+		dst->bind[p] = 0;
+	}
+	return true;
+}
+
+/* bind_str() - "ADDR%IF/" (or the parts there are) of b into buf, the
+ * address of family v6 (a bind to both families is written twice). */
+static void bind_str(const struct fwd_bind *b, bool v6, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "";
+
+	if (b->has_addr4 && !v6)
+		inet_ntop(AF_INET, &b->addr4, a, sizeof(a));
+	else if (b->has_addr6 && v6)
+		inet_ntop(AF_INET6, &b->addr6, a, sizeof(a));
+	if (!a[0] && !b->ifname[0]) {
+		buf[0] = '\0';
+		return;
+	}
+	snprintf(buf, len, "%s%s%.*s/", a, b->ifname[0] ? "%" : "",
+		 IFNAMSIZ, b->ifname);
+}
+
+/* run_end() - the last port of the run of forwarded ports from lo that
+ * share lo's target offset and bind. */
+static unsigned int run_end(const struct fwd_spec *f, unsigned int lo)
+{
+	unsigned int hi = lo;
+
+	while (hi < 65535 && port_in(f->map, hi + 1) &&
+	       f->delta[hi + 1] == f->delta[lo] && f->bind[hi + 1] == f->bind[lo])
+		hi++;
+	return hi;
+}
+
+unsigned int fwd_spec_items(const struct fwd_spec *f,
+			    void (*cb)(void *arg, const char *item), void *arg)
+{
+	char item[INET6_ADDRSTRLEN + IFNAMSIZ + 40], b[INET6_ADDRSTRLEN +
+							IFNAMSIZ + 4];
+	unsigned int p, hi, n = 0;
+	int k;
+
+	if (f->mode == FWD_ALL || f->mode == FWD_AUTO) {
+		cb(arg, f->mode == FWD_ALL ? "all" : "auto");
+		n++;
+		if (f->mode == FWD_ALL)
+			return n;
+	}
+	for (p = 1; p < 65536; p = hi + 1) {
+		const struct fwd_bind *fb = fwd_port_bind(f, (uint16_t)p);
+		unsigned int t, v6;
+
+		hi = p;
+		if (!port_in(f->map, p))
+			continue;
+		hi = run_end(f, p);
+		t = (uint16_t)(p + f->delta[p]);
+		for (v6 = 0; v6 < 2; v6++) {
+			if (v6 && !(fb->has_addr4 && fb->has_addr6))
+				break;
+			bind_str(fb, v6 || !fb->has_addr4, b, sizeof(b));
+			k = snprintf(item, sizeof(item), "%s%u", b, p);
+			if (hi > p)
+				k += snprintf(item + k, sizeof(item) - (size_t)k,
+					      "-%u", hi);
+			if (hi > p && f->delta[p])
+				snprintf(item + k, sizeof(item) - (size_t)k,
+					 ":%u-%u", t, t + (hi - p));
+			else if (f->delta[p])
+				snprintf(item + k, sizeof(item) - (size_t)k,
+					 ":%u", t);
+			cb(arg, item);
+			n++;
+		}
+	}
+	return n;
 }

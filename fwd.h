@@ -55,6 +55,28 @@ struct fwd_spec {
 bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 		    char *err, size_t errlen);
 
+/* fwd_spec_merge() - add src's ports to dst (the control socket's add):
+ * a port dst forwards the same way already is left alone (adding twice
+ * is harmless), one bound to an address of the other family only gets
+ * both (podman's 0.0.0.0/P and [::]/P), one forwarded otherwise fails
+ * the whole merge. The ports new or changed are set in added
+ * (FWD_BITMAP_WORDS). On failure dst may be partly changed: callers keep
+ * a copy to restore. */
+bool fwd_spec_merge(struct fwd_spec *dst, const struct fwd_spec *src,
+		    uint64_t *added, char *err, size_t errlen);
+/* fwd_spec_remove() - drop src's ports from dst (the control socket's
+ * delete), all or none: each must be forwarded, and where src names a
+ * target or an address it must be dst's (one family's address of a port
+ * bound to both leaves the other). The ports dropped or changed are set
+ * in removed. On failure dst may be partly changed, as above. */
+bool fwd_spec_remove(struct fwd_spec *dst, const struct fwd_spec *src,
+		     uint64_t *removed, char *err, size_t errlen);
+/* fwd_spec_items() - f in the option's own language, one item per run of
+ * ports sharing a target offset and bind ("all", "auto" first when that
+ * is the mode), each handed to cb. Returns the number of items. */
+unsigned int fwd_spec_items(const struct fwd_spec *f,
+			    void (*cb)(void *arg, const char *item), void *arg);
+
 static inline bool fwd_port_set(const struct fwd_spec *f, uint16_t port)
 {
 	return f->map[port / 64] >> (port % 64) & 1;

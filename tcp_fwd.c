@@ -327,13 +327,13 @@ static void auto_scan(struct ctx *c, enum tcp_fwd_dir dir)
 		if (fs->proc[dir][v6] >= 0 &&
 		    fwd_scan_fd(fs->proc[dir][v6], IPPROTO_TCP, want))
 			return;		/* unreadable now: change nothing */
-	for (w = 0; w < FWD_BITMAP_WORDS; w++)
-		want[w] &= ~f->excl[w];
+	for (w = 0; w < FWD_BITMAP_WORDS; w++)	/* less explicit forwards */
+		want[w] &= ~(f->excl[w] | f->map[w]);	/* (ctl.c adds them) */
 	for_each_port(want, w, b, port)
 		if (listening(c, !dir, port))
 			want[w] &= ~(1ULL << b);
 	for (w = 0; w < FWD_BITMAP_WORDS; w++) {
-		uint64_t gone = have[w] & ~want[w];
+		uint64_t gone = have[w] & ~want[w] & ~f->map[w];
 
 		add[w] = want[w] & ~have[w];
 		any |= !!add[w];
@@ -403,6 +403,76 @@ void tcp_fwd_stop(struct ctx *c)
 	for (dir = TCP_FWD_IN; dir <= TCP_FWD_OUT; dir++)
 		for (port = 0; port < 65536; port++)
 			close_port(c, (enum tcp_fwd_dir)dir, (uint16_t)port);
+}
+
+/* close_slot() - close dir's listener of port in family v6, if any. */
+static void close_slot(struct ctx *c, enum tcp_fwd_dir dir, bool v6,
+		       uint16_t port)
+{
+	int32_t *slot = &c->tcp_fwd.lfd[lfd_idx(dir, v6, port)];
+
+	if (*slot > 0) {
+		ep_del(c, *slot - 1);
+		close(*slot - 1);
+	}
+	*slot = 0;
+}
+
+int tcp_fwd_ports_open(struct ctx *c, enum tcp_fwd_dir dir,
+		       const uint64_t *map, uint16_t *bad)
+{
+	uint64_t was[2][FWD_BITMAP_WORDS] = { { 0 } };
+	struct open_job j = { c, dir, map };
+	unsigned int w, b;
+	uint16_t port = 0;
+	int rc = 0, v6;
+
+	for_each_port(map, w, b, port)
+		for (v6 = 0; v6 < 2; v6++)
+			if (c->tcp_fwd.lfd[lfd_idx(dir, v6, port)] > 0)
+				was[v6][w] |= 1ULL << b;
+	if ((rc = dir == TCP_FWD_OUT ? ns_call(c, open_job, &j)
+				     : open_job(&j))) {
+		*bad = 0;
+		return rc < 0 ? rc : -EIO;
+	}
+	for_each_port(map, w, b, port) {
+		for (v6 = 0; v6 < 2; v6++) {
+			int err = register_slot(c, dir, v6, port, false, true);
+
+			if (err && !rc) {
+				rc = -err;
+				*bad = port;
+			}
+		}
+	}
+	if (!rc)
+		return 0;
+	for_each_port(map, w, b, port)		/* what this call opened */
+		for (v6 = 0; v6 < 2; v6++)
+			if (!(was[v6][w] >> b & 1))
+				close_slot(c, dir, v6, port);
+	return rc;
+}
+
+void tcp_fwd_ports_close(struct ctx *c, enum tcp_fwd_dir dir,
+			 const uint64_t *map)
+{
+	const struct fwd_spec *f = spec_of(c, dir);
+	unsigned int w, b;
+	uint16_t port = 0;
+	const char *ifn;
+	union inany a;
+	int v6;
+
+	for_each_port(map, w, b, port) {
+		for (v6 = 0; v6 < 2; v6++)
+			if (!fwd_port_set(f, port) ||
+			    !bind_addr(c, dir, v6, port, &a, &ifn))
+				close_slot(c, dir, v6, port);
+		if (!fwd_port_set(f, port))
+			fwd_retry_mark(&c->tcp_fwd.retry[dir], port, false, 0);
+	}
 }
 
 /* proc_job() - open /proc/net/tcp and tcp6 of the calling task's network

@@ -75,6 +75,18 @@ void tcp_fwd_init(struct ctx *c);
  * listener, for good (no "auto" scans, no retries any more); spliced
  * connections are served on. */
 void tcp_fwd_stop(struct ctx *c);
+/* tcp_fwd_ports_open() - run time (the control socket): the listeners
+ * of dir the spec asks for now for the ports in map (one already open,
+ * say by "auto", is taken as it is), all or none: on the first failure
+ * every listener this call opened is closed again and -errno returned
+ * with that port in *bad. */
+int tcp_fwd_ports_open(struct ctx *c, enum tcp_fwd_dir dir,
+		       const uint64_t *map, uint16_t *bad);
+/* tcp_fwd_ports_close() - close dir's listeners of the ports in map in
+ * each family the spec no longer asks for (connections already accepted
+ * live on). */
+void tcp_fwd_ports_close(struct ctx *c, enum tcp_fwd_dir dir,
+			 const uint64_t *map);
 /* tcp_fwd_listen_handler() - EREF_TCP_LISTEN: accept and forward. */
 void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref, uint32_t events);
 /* tcp_fwd_timer() - periodic "auto" detection, retries of listeners

@@ -119,6 +119,17 @@ void udp_ns_init(struct ctx *c);
 /* udp_mcast_learn() - the guest joined group g: hear it on the ports
  * its flows to g send to too (mcast_port_seen()). */
 void udp_mcast_learn(struct ctx *c, const union inany *g);
+/* udp_fwd_ports_open() - run time (the control socket): the sockets of
+ * direction dir (UDP_FWD_IN/OUT) the spec asks for now for the ports in
+ * map (one already open, say by "auto", is taken as it is), all or none:
+ * on the first failure those this call opened are closed and -errno
+ * returned with that port in *bad. */
+int udp_fwd_ports_open(struct ctx *c, unsigned int dir, const uint64_t *map,
+		       uint16_t *bad);
+/* udp_fwd_ports_close() - close dir's sockets of the ports in map in each
+ * family the spec no longer asks for, with the flows of their clients
+ * (UDP has no connection to keep). */
+void udp_fwd_ports_close(struct ctx *c, unsigned int dir, const uint64_t *map);
 /* udp_close_all() - close and free every UDP flow (shutdown, tests). */
 void udp_close_all(struct ctx *c);
 

@@ -702,6 +702,109 @@ static void listener_close(struct ctx *c, unsigned int dir, uint16_t port,
 	c->udp.listeners--;
 }
 
+/* What ports_open_fn() opens, all or none. */
+struct strict_job {
+	struct ctx *c;
+	unsigned int dir;
+	const uint64_t *ports;
+	int err;		/* the first failure's errno, 0: none */
+	uint16_t port;		/* ... and its port */
+};
+
+/* ports_open_fn() - every listener of j->ports not open yet, stopping
+ * at the first failure (in the namespace for -U: through ns_call()). */
+static int ports_open_fn(void *arg)
+{
+	struct strict_job *j = arg;
+	unsigned int w;
+	int v6, rc;
+
+	for (w = 0; w < FWD_BITMAP_WORDS && !j->err; w++) {
+		uint64_t m = j->ports[w];
+
+		for (; m && !j->err; m &= m - 1) {
+			uint16_t port = (uint16_t)(w * 64 + (unsigned int)
+						   __builtin_ctzll(m));
+
+			for (v6 = 0; v6 < 2 && !j->err; v6++)
+				if ((rc = listen_fam(j->c, j->dir, port, v6)) < 0) {
+					j->err = -rc;
+					j->port = port;
+				}
+			j->c->udp.fwd[j->dir].bound[port / 64] |=
+				1ULL << (port % 64);
+		}
+	}
+	return 0;
+}
+
+int udp_fwd_ports_open(struct ctx *c, unsigned int dir, const uint64_t *map,
+		       uint16_t *bad)
+{
+	uint64_t was[2][FWD_BITMAP_WORDS] = { { 0 } };
+	struct strict_job j = { c, dir, map, 0, 0 };
+	struct udp_fwd_dir *d = &c->udp.fwd[dir];
+	unsigned int w;
+	int rc, v6;
+
+	for (w = 0; w < FWD_BITMAP_WORDS; w++)
+		for (uint64_t m = map[w]; m; m &= m - 1) {
+			unsigned int port = w * 64 + (unsigned int)
+					    __builtin_ctzll(m);
+
+			for (v6 = 0; v6 < 2; v6++)
+				if (d->fds[port * 2 + v6] > 0)
+					was[v6][w] |= 1ULL << (port % 64);
+		}
+	if (dir == UDP_FWD_IN)
+		ports_open_fn(&j);
+	else if ((rc = ns_call(c, ports_open_fn, &j)) < 0)
+		j.err = -rc;
+	if (!j.err)
+		return 0;
+	*bad = j.port;
+	for (w = 0; w < FWD_BITMAP_WORDS; w++)	/* what this call opened */
+		for (uint64_t m = map[w]; m; m &= m - 1) {
+			uint16_t port = (uint16_t)(w * 64 + (unsigned int)
+						   __builtin_ctzll(m));
+
+			for (v6 = 0; v6 < 2; v6++)
+				if (!(was[v6][w] >> (port % 64) & 1))
+					listener_close(c, dir, port, v6);
+			if (!((was[0][w] | was[1][w]) >> (port % 64) & 1))
+				d->bound[w] &= ~(1ULL << (port % 64));
+		}
+	return -j.err;
+}
+
+void udp_fwd_ports_close(struct ctx *c, unsigned int dir, const uint64_t *map)
+{
+	const struct fwd_spec *f = dir_spec(c, dir);
+	struct udp_fwd_dir *d = &c->udp.fwd[dir];
+	struct in6_addr a6;
+	struct in_addr a4;
+	const char *ifn;
+	unsigned int w;
+	int v6;
+
+	for (w = 0; w < FWD_BITMAP_WORDS; w++)
+		for (uint64_t m = map[w]; m; m &= m - 1) {
+			uint16_t port = (uint16_t)(w * 64 + (unsigned int)
+						   __builtin_ctzll(m));
+			bool on = fwd_port_set(f, port);
+
+			for (v6 = 0; v6 < 2; v6++)
+				if (!on || !fwd_bind_addr(f, port, v6,
+							  dir == UDP_FWD_OUT,
+							  &a6, &a4, &ifn))
+					listener_close(c, dir, port, v6);
+			if (!on) {
+				d->retry.map[w] &= ~(1ULL << (port % 64));
+				d->bound[w] &= ~(1ULL << (port % 64));
+			}
+		}
+}
+
 void udp_fwd_stop(struct ctx *c)
 {
 	unsigned int dir, port;
@@ -787,13 +890,14 @@ static bool scan_side(const struct ctx *c, unsigned int dir, uint64_t *want)
 static void auto_apply(struct ctx *c, unsigned int dir, const uint64_t *want)
 {
 	struct udp_fwd_dir *d = &c->udp.fwd[dir];
+	const uint64_t *fixed = dir_spec(c, dir)->map;	/* ctl.c's adds */
 	uint64_t add[FWD_BITMAP_WORDS];
 	bool any = false;
 	unsigned int w;
 	int err;
 
 	for (w = 0; w < FWD_BITMAP_WORDS; w++) {
-		uint64_t gone = d->bound[w] & ~want[w];
+		uint64_t gone = d->bound[w] & ~want[w] & ~fixed[w];
 
 		d->retry.map[w] &= want[w];
 		for (; gone; gone &= gone - 1) {
@@ -805,7 +909,7 @@ static void auto_apply(struct ctx *c, unsigned int dir, const uint64_t *want)
 			d->bound[w] &= ~(1ULL << (port % 64));
 			info("udp: auto %s port %u closed", udp_opt(dir), port);
 		}
-		add[w] = want[w] & ~d->bound[w] & ~d->retry.map[w];
+		add[w] = want[w] & ~d->bound[w] & ~d->retry.map[w] & ~fixed[w];
 		any |= add[w] != 0;
 	}
 	if (any)

@@ -1,6 +1,8 @@
 /* test_fwd.c - port forwarding specs (-t/-u/-T/-U): keywords, lists,
  * ranges, mappings, exclusions, bind prefixes, merging, and every class
- * of bad input with the message naming the bad part. */
+ * of bad input with the message naming the bad part; the control
+ * socket's run-time changes (fwd_spec_merge(), fwd_spec_remove()) and
+ * listing (fwd_spec_items()). */
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,4 +255,91 @@ TEST(fwd_merging)
 	CHECK(!parse(f, "198.51.100.200/2000"));
 	CHECK(strstr(err, "bind prefixes"));
 	free(f);
+}
+
+/* --- The control socket's spec changes (fwd.c) ----------------------- */
+
+static struct fwd_spec *spec_of(const char *a, const char *b)
+{
+	struct fwd_spec *f = calloc(1, sizeof(*f));
+
+	if (a && !fwd_spec_parse(f, a, false, err, sizeof(err)))
+		return NULL;
+	if (b && !fwd_spec_parse(f, b, false, err, sizeof(err)))
+		return NULL;
+	return f;
+}
+
+static char items[8][64];
+static unsigned int nitems;
+
+static void collect(void *arg, const char *item)
+{
+	(void)arg;
+	if (nitems < 8)
+		snprintf(items[nitems++], sizeof(items[0]), "%s", item);
+}
+
+static unsigned int list(const struct fwd_spec *f)
+{
+	nitems = 0;
+	return fwd_spec_items(f, collect, NULL);
+}
+
+TEST(fwd_runtime_merge_remove)
+{
+	struct fwd_spec *live = spec_of("8080:80", NULL);
+	struct fwd_spec *add = spec_of("8080:80,9000-9002", NULL);
+	struct fwd_spec *bad = spec_of("8080:81", NULL);
+	struct fwd_spec *del = spec_of("9001", NULL);
+	uint64_t ch[FWD_BITMAP_WORDS];
+
+	CHECK(live && add && bad && del);
+	CHECK(fwd_spec_merge(live, add, ch, err, sizeof(err)));
+	CHECK(!(ch[8080 / 64] >> (8080 % 64) & 1));	/* already there */
+	CHECK(ch[9000 / 64] >> (9000 % 64) & 1);
+	CHECK_EQ(list(live), 2);
+	CHECK(!strcmp(items[0], "8080:80") && !strcmp(items[1], "9000-9002"));
+	CHECK(!fwd_spec_merge(live, bad, ch, err, sizeof(err)));
+	CHECK(strstr(err, "port 8080 is forwarded already"));
+	CHECK(fwd_spec_remove(live, del, ch, err, sizeof(err)));
+	CHECK_EQ(list(live), 3);
+	CHECK(!strcmp(items[1], "9000") && !strcmp(items[2], "9002"));
+	CHECK(!fwd_spec_remove(live, del, ch, err, sizeof(err)));
+	CHECK(strstr(err, "port 9001 is not forwarded"));
+	CHECK(!fwd_spec_remove(live, bad, ch, err, sizeof(err)));
+	free(live);
+	free(add);
+	free(bad);
+	free(del);
+}
+
+TEST(fwd_runtime_dual_stack)
+{
+	/* podman: one forward as 0.0.0.0/P and [::]/P */
+	struct fwd_spec *both = spec_of("0.0.0.0/8080:80", "[::]/8080:80");
+	struct fwd_spec *live = spec_of("0.0.0.0/8080:80", NULL);
+	struct fwd_spec *v6 = spec_of("[::]/8080:80", NULL);
+	struct fwd_spec *v4 = spec_of("0.0.0.0/8080:80", NULL);
+	uint64_t ch[FWD_BITMAP_WORDS];
+
+	CHECK(both && live && v6 && v4);
+	CHECK_EQ(list(both), 2);
+	CHECK(!strcmp(items[0], "0.0.0.0/8080:80") &&
+	      !strcmp(items[1], "::/8080:80"));
+	CHECK(fwd_spec_merge(live, v6, ch, err, sizeof(err)));
+	CHECK(ch[8080 / 64] >> (8080 % 64) & 1);
+	CHECK(fwd_port_bind(live, 8080)->has_addr4 &&
+	      fwd_port_bind(live, 8080)->has_addr6);
+	CHECK(fwd_spec_remove(live, v4, ch, err, sizeof(err)));
+	CHECK(fwd_port_set(live, 8080));
+	CHECK(!fwd_port_bind(live, 8080)->has_addr4 &&
+	      fwd_port_bind(live, 8080)->has_addr6);
+	CHECK(fwd_spec_remove(live, v6, ch, err, sizeof(err)));
+	CHECK(!fwd_port_set(live, 8080));
+	CHECK_EQ(list(live), 0);
+	free(both);
+	free(live);
+	free(v6);
+	free(v4);
 }
