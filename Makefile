@@ -9,15 +9,15 @@
 #   make install    PREFIX=/usr/local DESTDIR= : the binary (stripped), pasta/passt
 #                   links, man page, systemd unit, bash completion, LICENSE
 #   make install-debug  the same with the binary's debug information kept
-#   make install-podman  also 'pasta', 'passt' and 'slirp4netns' links in
+#   make install-podman  also 'pasta', 'passt', 'slirp4netns' and 'pesto' links in
 #                   LIBEXECDIR and a containers.conf drop-in putting LIBEXECDIR
 #                   first among podman's helper directories (podman's own
 #                   kept) and naming the slirp4netns link (podman 4.3)
-#   make install-links   also 'pasta' and 'passt' links in BINDIR (libvirt
-#                   and qemu find passt on PATH)
+#   make install-links   also 'pasta', 'passt' and 'pesto' links in BINDIR
+#                   (libvirt and qemu find passt on PATH, rootlesskit pesto)
 #   make uninstall  removes what any of them put there (same PREFIX/DESTDIR)
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
-#                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_netlink, fuzz_scan, fuzz_vu,
+#                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_json, fuzz_netlink, fuzz_scan, fuzz_vu,
 #                   fuzz_vu_sock, fuzz_tcp, fuzz_mig; run one with
 #                   test/fuzz/run.sh TARGET [SECONDS] (see test/fuzz/README.md)
 #   make seccomp-list  the system calls each mode's seccomp filter allows,
@@ -149,14 +149,16 @@ install-podman: install
 install-links: install
 	ln -sf ferry $(DESTDIR)$(BINDIR)/pasta
 	ln -sf ferry $(DESTDIR)$(BINDIR)/passt
+	ln -sf ferry $(DESTDIR)$(BINDIR)/pesto
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	rm -f $(DESTDIR)$(LIBEXECDIR)/pasta $(DESTDIR)$(LIBEXECDIR)/passt \
 	      $(DESTDIR)$(LIBEXECDIR)/slirp4netns \
+	      $(DESTDIR)$(LIBEXECDIR)/pesto \
 	      $(DESTDIR)$(CONTAINERSCONFDIR)/50-ferry.conf
 	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
-	for l in pasta passt; do [ "$$(readlink $(DESTDIR)$(BINDIR)/$$l)" != ferry ] || \
+	for l in pasta passt pesto; do [ "$$(readlink $(DESTDIR)$(BINDIR)/$$l)" != ferry ] || \
 		rm -f $(DESTDIR)$(BINDIR)/$$l; done
 	rm -f $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,pasta passt pasta.ferry passt.ferry)
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
@@ -171,7 +173,7 @@ FUZZFLAGS  := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
               -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DFERRY_TEST -I.
 FUZZ_LINK  := -fsanitize=fuzzer,address,undefined
 FUZZ_OBJS  := $(patsubst %.c,build/fuzz/obj/%.o,$(LIBSRCS))
-FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_netlink fuzz_scan fuzz_vu fuzz_vu_sock fuzz_tcp fuzz_mig)
+FUZZ_TARGETS := $(addprefix build/fuzz/,fuzz_frame fuzz_stream fuzz_conf fuzz_fwd fuzz_json fuzz_netlink fuzz_scan fuzz_vu fuzz_vu_sock fuzz_tcp fuzz_mig)
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -208,6 +210,9 @@ build/fuzz/fuzz_conf: build/fuzz/obj/test/fuzz/fuzz_conf.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 
 build/fuzz/fuzz_fwd: build/fuzz/obj/test/fuzz/fuzz_fwd.o build/fuzz/obj/fwd.o
+	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
+
+build/fuzz/fuzz_json: build/fuzz/obj/test/fuzz/fuzz_json.o build/fuzz/obj/json.o
 	$(FUZZ_CC) $(FUZZ_LINK) -o $@ $^
 
 build/fuzz/fuzz_netlink: build/fuzz/obj/test/fuzz/fuzz_netlink.o build/fuzz/obj/util.o build/fuzz/obj/log.o

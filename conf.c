@@ -317,6 +317,17 @@ static bool h_socket(struct conf *c, struct pstate *ps, const struct opt *o,
 			"UNIX socket path");
 }
 
+/* h_control() - -c PATH: the control socket (ctl.c). */
+static bool h_control(struct conf *c, struct pstate *ps, const struct opt *o,
+		      const char *arg)
+{
+	(void)o;
+	if (!*arg)
+		return bad(ps, "empty path");
+	return copy_str(ps, c->control_path, sizeof(c->control_path), arg,
+			"UNIX socket path");
+}
+
 /* h_runas() - UID[:GID] or LOGIN[:GROUP]; a missing group is the
  * user's primary group (or the UID itself for an unknown numeric UID). */
 static bool h_runas(struct conf *c, struct pstate *ps, const struct opt *o,
@@ -740,6 +751,8 @@ static const struct opt opts[] = {
 	  "capture guest frames into a pcap file" },
 	{ "pid", 'P', "PATH", M_ALL, h_path, OFF(pid_file), 0, 0,
 	  "write the process ID to PATH" },
+	{ "control", 'c', "PATH", M_ALL, h_control, 0, 0, 0,
+	  "control socket at PATH (ferry ctl, pesto)" },
 	{ "fd", 'F', "FD", M_VM, h_fd, OFF(fd), 0, 0,
 	  "inherited connected socket to the guest (qemu's stream peer)" },
 	{ "socket", 's', "PATH", M_VM, h_socket, 0, 0, 0,

@@ -135,6 +135,7 @@ struct conf {
 	size_t log_size;
 	char pcap_file[PATH_MAX];
 	char pid_file[PATH_MAX];
+	char control_path[108];		/* -c: control socket, sun_path size */
 	uid_t run_uid;			/* --runas */
 	gid_t run_gid;
 	bool runas_set;

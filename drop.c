@@ -118,20 +118,22 @@ static bool stat_due(const struct ctx *c, const struct stat_group *g,
 	}
 }
 
-/* stat_group_log() - one group's line; a line too long for the buffer is
- * cut at the last item that fits (none is: the longest is some 250
- * bytes). */
-static void stat_group_log(const struct ctx *c, const struct stat_group *g)
+/* stat_group_line() - one group's line through out; a line too long for
+ * the buffer is cut at the last item that fits (none is: the longest is
+ * some 250 bytes). */
+static void stat_group_line(const struct ctx *c, const struct stat_group *g,
+			    void (*out)(void *arg, const char *line), void *arg)
 {
 	const uint8_t *rec = stat_record(c, g);
-	char line[768] = "";
-	size_t len = 0;
+	char line[768];
+	size_t len;
 	unsigned int i;
 	int k;
 
 	if (!rec || !stat_due(c, g, rec))
 		return;
-	for (i = 0; i < g->n; i++, len += (size_t)k) {
+	len = (size_t)snprintf(line, sizeof(line), "%s", g->what);
+	for (i = 0; i < g->n && len < sizeof(line); i++, len += (size_t)k) {
 		const struct stat_item *it = &g->items[i];
 
 		k = snprintf(line + len, sizeof(line) - len, "%s%llu%s",
@@ -140,8 +142,8 @@ static void stat_group_log(const struct ctx *c, const struct stat_group *g)
 		if (k < 0 || (size_t)k >= sizeof(line) - len)
 			break;			/* cut at the last whole item */
 	}
-	line[len] = '\0';
-	info("stats: %s%s", g->what, line);
+	line[MIN(len, sizeof(line) - 1)] = '\0';
+	out(arg, line);
 }
 
 /* stat_groups() - how many groups the section holds (0 without one). */
@@ -170,29 +172,53 @@ static const struct stat_group *stat_next(unsigned int after, bool first)
 	return best;
 }
 
-void stats_log(const struct ctx *c)
+void stats_lines(const struct ctx *c,
+		 void (*out)(void *arg, const char *line), void *arg)
 {
 	const struct stat_group *g;
+	char line[256];
 	int r;
 
-	info("stats: from guest %llu frames %llu bytes, to guest %llu frames "
-	     "%llu bytes", (unsigned long long)c->stats.rx_frames,
-	     (unsigned long long)c->stats.rx_bytes,
-	     (unsigned long long)c->stats.tx_frames,
-	     (unsigned long long)c->stats.tx_bytes);
-	for (r = 1; r < DROP_MAX; r++)
-		if (c->stats.drops[r])
-			info("stats: drop %s %llu", drop_names[r],
-			     (unsigned long long)c->stats.drops[r]);
-	if (c->stats.tx_stalls)
-		info("stats: link stalls %llu (writes cut short, the frames "
-		     "behind held), longest %llu ms",
-		     (unsigned long long)c->stats.tx_stalls,
-		     (unsigned long long)c->stats.tx_stall_max_ms);
-	if (c->link.up && c->link.tx_stalled)
-		info("stats: link stalled now, for %lld ms (%u frames held)",
-		     (long long)ts_ms_diff(&c->now, &c->link.stall_t0),
-		     c->link.tx.n);
+	snprintf(line, sizeof(line), "from guest %llu frames %llu bytes, to "
+		 "guest %llu frames %llu bytes",
+		 (unsigned long long)c->stats.rx_frames,
+		 (unsigned long long)c->stats.rx_bytes,
+		 (unsigned long long)c->stats.tx_frames,
+		 (unsigned long long)c->stats.tx_bytes);
+	out(arg, line);
+	for (r = 1; r < DROP_MAX; r++) {
+		if (!c->stats.drops[r])
+			continue;
+		snprintf(line, sizeof(line), "drop %s %llu", drop_names[r],
+			 (unsigned long long)c->stats.drops[r]);
+		out(arg, line);
+	}
+	if (c->stats.tx_stalls) {
+		snprintf(line, sizeof(line), "link stalls %llu (writes cut "
+			 "short, the frames behind held), longest %llu ms",
+			 (unsigned long long)c->stats.tx_stalls,
+			 (unsigned long long)c->stats.tx_stall_max_ms);
+		out(arg, line);
+	}
+	if (c->link.up && c->link.tx_stalled) {
+		snprintf(line, sizeof(line), "link stalled now, for %lld ms (%u "
+			 "frames held)",
+			 (long long)ts_ms_diff(&c->now, &c->link.stall_t0),
+			 c->link.tx.n);
+		out(arg, line);
+	}
 	for (g = stat_next(0, true); g; g = stat_next(g->order, false))
-		stat_group_log(c, g);
+		stat_group_line(c, g, out, arg);
+}
+
+/* log_line() - stats_lines()'s output on the log. */
+static void log_line(void *arg, const char *line)
+{
+	(void)arg;
+	info("stats: %s", line);
+}
+
+void stats_log(const struct ctx *c)
+{
+	stats_lines(c, log_line, NULL);
 }

@@ -29,6 +29,8 @@ static bool ep_is_ctl(union eref ref)
 	case EREF_VU:
 	case EREF_SIGNAL:
 	case EREF_CHILD:
+	case EREF_CTL_LISTEN:
+	case EREF_CTL:
 		return true;
 	default:
 		return false;

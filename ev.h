@@ -29,6 +29,8 @@ enum eref_type {
 	EREF_UDP_MCAST,		/* UDP socket of a group the guest joined */
 	EREF_VU,		/* vm mode: vhost-user control socket */
 	EREF_EXIT_FD,		/* --exit-fd (notify.c) */
+	EREF_CTL_LISTEN,	/* -c: the control socket (ctl.c) */
+	EREF_CTL,		/* -c: a control client (idx: its slot) */
 	EREF_TYPE_MAX
 };
 

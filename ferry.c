@@ -19,6 +19,8 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 
+#include "ctl.h"
+#include "ctl_cmd.h"
 #include "ferry.h"
 #include "igmp.h"
 #include "isolate.h"
@@ -45,6 +47,10 @@ static int pick_mode(int argc, char **argv, enum mode *mode)
 {
 	char *name = basename(argv[0]);
 
+	if (!strncmp(name, "pesto", 5))
+		exit(pesto_main(argc, argv));
+	if (argc > 1 && !strcmp(argv[1], "ctl"))
+		exit(ctl_main(argc - 1, argv + 1));
 	if (slirp_named(name)) {
 		*mode = MODE_NS;
 		return 0;
@@ -74,6 +80,7 @@ static int pick_mode(int argc, char **argv, enum mode *mode)
 			 !strcmp(argv[1], "-h"))) {
 		printf("Usage: ferry ns [OPTIONS] [PID | --netns PATH | -- CMD [ARGS]]\n"
 		       "       ferry vm [OPTIONS]\n"
+		       "       ferry ctl PATH COMMAND ...  (ferry ctl --help)\n"
 		       "Run 'ferry ns --help' or 'ferry vm --help' for the options.\n");
 		exit(0);
 	}
@@ -221,6 +228,7 @@ int main(int argc, char **argv)
 	fault_init(c);
 #endif
 	signals_init(c);
+	ctl_init(c);		/* -c: before the namespace and the sandbox */
 
 	/* Every listener exists before the command runs (ns_run_command()):
 	 * it may connect to a -T/-U port at once. */

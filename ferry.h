@@ -28,6 +28,8 @@
 #include "tcp_fwd.h"
 #include "udp.h"
 
+struct ctl_state;
+
 struct stats {
 	uint64_t rx_frames, rx_bytes;	/* from the guest */
 	uint64_t tx_frames, tx_bytes;	/* to the guest */
@@ -97,6 +99,8 @@ struct ctx {
 	struct fault_state fault;	/* --fault (fault.c) */
 #endif
 	struct udp_state udp;
+	struct ctl_state *ctl;		/* -c: the control socket (ctl.c),
+					 * NULL without */
 };
 
 /* drop() - count a refused frame under reason r, trace it (rate-limited). */
@@ -119,5 +123,9 @@ void link_close_pending(struct ctx *c);
 
 /* stats_log() - log traffic and non-zero drop counters (SIGUSR1, exit). */
 void stats_log(const struct ctx *c);
+/* stats_lines() - the same lines, without the "stats: " prefix, each
+ * handed to out (the control socket's counters reply). */
+void stats_lines(const struct ctx *c,
+		 void (*out)(void *arg, const char *line), void *arg);
 
 #endif /* FERRY_H */

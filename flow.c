@@ -90,6 +90,14 @@ struct flow *flow_at(const struct flowtab *ft, uint32_t idx)
 	return &ft->slots[idx];
 }
 
+int64_t flow_now_ms(void)
+{
+	struct timespec t;
+
+	now_mono(&t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 struct flow *flow_alloc(struct flowtab *ft, enum flow_type t)
 {
 	struct flow *fl;
@@ -106,6 +114,7 @@ struct flow *flow_alloc(struct flowtab *ft, enum flow_type t)
 	fl = &ft->slots[idx];
 	memset(fl, 0, sizeof(*fl));
 	fl->f.type = (uint8_t)t;
+	fl->f.born_ms = flow_now_ms();
 	fl->f.prev = FLOW_NONE;
 	fl->f.next = ft->head[t];
 	if (ft->head[t] != FLOW_NONE)
@@ -250,6 +259,15 @@ static void inany_str(const union inany *a, char *buf, size_t len)
 		inet_ntop(AF_INET, &a->v4m.a4, buf, (socklen_t)len);
 	else
 		inet_ntop(AF_INET6, &a->a6, buf, (socklen_t)len);
+}
+
+void flow_addr_str(const union inany *a, uint16_t port, char *buf,
+		   size_t len)
+{
+	char t[INET6_ADDRSTRLEN];
+
+	inany_str(a, t, sizeof(t));
+	snprintf(buf, len, inany_is4(a) ? "%s:%u" : "[%s]:%u", t, port);
 }
 
 void flow_key_str(const struct flow_key *k, char *buf, size_t len)

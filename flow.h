@@ -101,6 +101,10 @@ struct flow_key {
 	uint8_t pad[3];		/* zero: keys are compared bytewise */
 };
 
+/* flow_addr_str() - a:port as text ("[a]:port" for IPv6), for logs and
+ * the control socket's flow list. */
+void flow_addr_str(const union inany *a, uint16_t port, char *buf,
+		   size_t len);
 /* flow_key_str() - k as "a:pa -> b:pb" (IPv6 in brackets), for logs. */
 void flow_key_str(const struct flow_key *k, char *buf, size_t len);
 #define FLOW_KEY_STRLEN	(2 * INET6_ADDRSTRLEN + 24)
@@ -115,6 +119,8 @@ struct flow_common {
 	struct flow_key key[2];
 	uint32_t hnext[2];		/* hash chain: (idx << 1 | side) */
 	uint32_t prev, next;		/* per-type list */
+	int64_t born_ms;		/* flow_alloc() time (now_mono(), ms):
+					 * ages in the control socket's list */
 };
 
 struct flow {
@@ -147,6 +153,8 @@ struct flowtab {
 
 /* flow_init() - allocate the table (start-up only); limit 0 = FLOW_MAX. */
 void flow_init(struct flowtab *ft, uint32_t limit);
+/* flow_now_ms() - the clock of born_ms: monotonic, milliseconds. */
+int64_t flow_now_ms(void);
 /* flow_alloc() - a zeroed flow of type t, or NULL when the table is full. */
 struct flow *flow_alloc(struct flowtab *ft, enum flow_type t);
 /* flow_free() - remove from the hash and lists, return the slot. */

@@ -29,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 
+#include "ctl.h"
 #include "drain.h"
 #include "ferry.h"
 #include "igmp.h"
@@ -160,6 +161,12 @@ static void dispatch(struct ctx *c, union eref ref, uint32_t events)
 	case EREF_UDP_MCAST:
 		udp_sock_handler(c, ref.u64, events);
 		break;
+	case EREF_CTL_LISTEN:
+		ctl_listen_handler(c, events);
+		break;
+	case EREF_CTL:
+		ctl_handler(c, ref.idx, events);
+		break;
 	default:
 		err("event for unknown reference type %u", ref.type);
 		break;
@@ -197,6 +204,7 @@ static void timers_run(struct ctx *c)
 	igmp_timer(c);
 	stream_timer(c);
 	migrate_timer(c);
+	ctl_timer(c);
 }
 
 /* loop_timeout() - epoll_wait() timeout in ms: until the earliest timer

@@ -10,6 +10,8 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "log.h"
 #include "util.h"
@@ -19,6 +21,8 @@
 /* seccomp(all): eventfd2 getrandom
  *   (the spare fd is an eventfd; random_bytes(): ndp.c's delays) */
 /* seccomp(setup): getpid mmap prlimit64 */
+/* seccomp(setup): newfstatat socket connect close
+ *   (unix_refused(): a stale socket at start-up) */
 
 /* str_copy() - bounded copy that always terminates dst. */
 bool str_copy(char *dst, const char *src, size_t size)
@@ -197,4 +201,22 @@ uint32_t test_env_u32(const char *name, uint32_t dflt)
 	(void)name;
 #endif
 	return dflt;
+}
+
+bool unix_refused(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	bool refused;
+	int fd;
+
+	if (stat(path, &st) || !S_ISSOCK(st.st_mode) ||
+	    !str_copy(a.sun_path, path, sizeof(a.sun_path)))
+		return false;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return false;
+	refused = connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+		  errno == ECONNREFUSED;
+	close(fd);
+	return refused;
 }

@@ -111,6 +111,9 @@ static inline bool in6_is_unspec(const struct in6_addr *a)
 /* strlcpy-like: copy at most size-1 bytes, always terminate; returns
  * false if the source did not fit. */
 bool str_copy(char *dst, const char *src, size_t size);
+/* unix_refused() - is path a UNIX socket whose connect() is refused: one
+ * nobody accepts on any more (a process that died)? Start-up only. */
+bool unix_refused(const char *path);
 
 /* Set O_NONBLOCK (and FD_CLOEXEC) on fd; returns 0 or -errno. */
 int fd_set_nonblock(int fd);

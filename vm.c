@@ -137,21 +137,7 @@ static bool listening_here(const char *path)
  * connect() decides (another namespace's listener answers it). */
 static bool stale_socket(const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct stat st;
-	bool stale;
-	int fd;
-
-	if (stat(path, &st) || !S_ISSOCK(st.st_mode) || listening_here(path))
-		return false;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	str_copy(a.sun_path, path, sizeof(a.sun_path));
-	stale = connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
-		errno == ECONNREFUSED;
-	close(fd);
-	return stale;
+	return !listening_here(path) && unix_refused(path);
 }
 
 /* listen_socket() - the listening socket: at -s PATH, else at the first

@@ -68,6 +68,8 @@ def test_install_podman_drop_in_read_by_podman(tmp_path):
     dest = tmp_path / "dest"
     make("install-podman", f"DESTDIR={dest}", f"PREFIX={PREFIX}")
     link = dest / PREFIX.lstrip("/") / "libexec/ferry/pasta"
+    pesto = dest / PREFIX.lstrip("/") / "libexec/ferry/pesto"
+    assert os.readlink(pesto) == f"{PREFIX}/bin/ferry"     # podman's pesto
     assert os.readlink(link) == f"{PREFIX}/bin/ferry"
     conf = dest / "etc/containers/containers.conf.d/50-ferry.conf"
     text = conf.read_text()
@@ -101,6 +103,7 @@ def test_install_podman_drop_in_read_by_podman(tmp_path):
     make("uninstall", f"DESTDIR={dest}", f"PREFIX={PREFIX}")
     assert not conf.exists() and not os.path.lexists(link)
     assert not os.path.lexists(slirp)
+    assert not os.path.lexists(pesto)
 
 
 def test_install_debug_keeps_debug_info(tmp_path):
