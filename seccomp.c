@@ -80,8 +80,10 @@
 #include "util.h"
 
 /* seccomp(setup): seccomp prctl */
-/* seccomp(test): sigaltstack
- *   (the sanitizers' runtime in a test build) */
+/* seccomp(test): sigaltstack madvise
+ *   (the sanitizers' runtime in a test build; ASan clears a large shadow
+ *    range with madvise(MADV_DONTNEED), as when a helper task on its own
+ *    stack exits) */
 
 #define SC_NS	1u
 #define SC_VM	2u
