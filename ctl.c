@@ -54,6 +54,7 @@
 
 #include "ctl.h"
 #include "ferry.h"
+#include "flow_log.h"
 #include "json.h"
 #include "log.h"
 #include "tcp_conn.h"
@@ -636,11 +637,6 @@ static bool op_version(struct ctx *c, struct ctl_client *cl,
 
 /* --- The flow list --------------------------------------------------- */
 
-static const char *const tcp_states[] = {
-	[TCP_CS_CONNECTING] = "connecting", [TCP_CS_SYNACK_SENT] = "syn-rcvd",
-	[TCP_CS_SYN_TO_GUEST] = "syn-sent", [TCP_CS_ESTABLISHED] = "established",
-};
-
 /* kaddr() - "key": a:port. */
 static void kaddr(struct jw *w, const char *key, const union inany *a,
 		  uint16_t port)
@@ -683,8 +679,7 @@ static void tcp_fields(struct jw *w, const struct tcp_conn *t)
 	socklen_t tl = sizeof(ti);
 	int q;
 
-	jw_kstr(w, "state", t->state < ARRAY_SIZE(tcp_states) &&
-		tcp_states[t->state] ? tcp_states[t->state] : "?");
+	jw_kstr(w, "state", tcp_state_name(t->state));
 	jw_kbool(w, "forwarded", t->flags & TCP_C_FWD);
 	jw_kbool(w, "guest_fin", t->flags & TCP_C_GUEST_FIN);
 	jw_kbool(w, "host_eof", t->flags & TCP_C_SOCK_EOF);
@@ -700,7 +695,7 @@ static void tcp_fields(struct jw *w, const struct tcp_conn *t)
 	if (getsockopt(t->sock, IPPROTO_TCP, TCP_INFO, &ti, &tl))
 		return;
 	jw_ku64(w, "bytes_from_guest", ti.tcpi_bytes_acked);
-	jw_ku64(w, "bytes_to_guest", ti.tcpi_bytes_received);
+	jw_ku64(w, "bytes_to_guest", tcp_info_received(&ti, t->flags));
 	jw_ku64(w, "rtt_us", ti.tcpi_rtt);
 	jw_ku64(w, "retrans", ti.tcpi_total_retrans);
 }

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 
 #include "flow.h"
+#include "flow_log.h"
 #include "log.h"
 #include "util.h"
 
@@ -130,6 +131,8 @@ void flow_free(struct flowtab *ft, struct flow *fl)
 	uint32_t idx = flow_idx(ft, fl);
 	enum flow_type t = fl->f.type;
 
+	if (t != FLOW_FREE && t < FLOW_TYPES)
+		flow_log_free(ft, fl);		/* --debug: unless said */
 	if (t == FLOW_FREE || t >= FLOW_TYPES)
 		return;
 	flow_hash_del(ft, fl, FLOW_SIDE_GUEST);
@@ -162,6 +165,7 @@ static uint32_t bucket_of(const struct flowtab *ft, enum flow_side s,
 void flow_hash_add(struct flowtab *ft, struct flow *fl, enum flow_side s,
 		   const struct flow_key *k)
 {
+	bool first = s == FLOW_SIDE_GUEST && !fl->f.hashed[s];
 	uint32_t b;
 
 	flow_hash_del(ft, fl, s);
@@ -170,6 +174,8 @@ void flow_hash_add(struct flowtab *ft, struct flow *fl, enum flow_side s,
 	fl->f.hnext[s] = ft->buckets[b];
 	ft->buckets[b] = ENTRY(flow_idx(ft, fl), s);
 	fl->f.hashed[s] = true;
+	if (first)
+		flow_log_open(ft, fl, k);	/* --debug: the open line */
 }
 
 void flow_hash_del(struct flowtab *ft, struct flow *fl, enum flow_side s)

@@ -121,6 +121,8 @@ struct flow_common {
 	uint32_t prev, next;		/* per-type list */
 	int64_t born_ms;		/* flow_alloc() time (now_mono(), ms):
 					 * ages in the control socket's list */
+	bool logged;			/* its close line is written
+					 * (flow_log.c) */
 };
 
 struct flow {

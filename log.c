@@ -31,6 +31,12 @@
  * form; the syslog daemon stamps the time) sent without blocking: a full
  * queue never stalls the loop, the lines lost are counted and the next
  * line that gets through says how many.
+ *
+ * Per-flow lines (flow_log.c, --debug; per segment, --trace) pass a
+ * token bucket first (log_flow_ok()): LOG_FLOW_BURST lines at once, then
+ * LOG_FLOW_RATE a second. What it holds back is counted, and the next
+ * line let through is preceded by one line saying how many were not
+ * written; a flood of flows costs the log a line a few milliseconds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -357,6 +363,48 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	va_start(ap, fmt);
 	log_vmsg(lvl, fmt, ap);
 	va_end(ap);
+}
+
+/* The per-flow lines' token bucket (log_flow_ok()): milli-lines. */
+static struct {
+	int64_t tokens;
+	struct timespec last;
+	uint64_t suppressed, suppressed_all;
+} log_rl = { LOG_FLOW_BURST * 1000, { 0, 0 }, 0, 0 };
+
+bool log_flow_ok(enum log_level lvl)
+{
+	struct timespec now;
+	int64_t ms;
+
+	if (lvl > log_sink.level)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (now.tv_sec - log_rl.last.tv_sec) * 1000 +
+	     (now.tv_nsec - log_rl.last.tv_nsec) / 1000000;
+	if (ms > 0) {
+		log_rl.tokens = MIN(log_rl.tokens + ms * LOG_FLOW_RATE,
+				    (int64_t)LOG_FLOW_BURST * 1000);
+		log_rl.last = now;
+	}
+	if (log_rl.tokens < 1000) {
+		log_rl.suppressed++;
+		log_rl.suppressed_all++;
+		return false;
+	}
+	log_rl.tokens -= 1000;
+	if (log_rl.suppressed) {
+		log_msg(LOG_LVL_INFO, "log: %llu flow lines suppressed (more "
+			"than %d a second)",
+			(unsigned long long)log_rl.suppressed, LOG_FLOW_RATE);
+		log_rl.suppressed = 0;
+	}
+	return true;
+}
+
+uint64_t log_flow_suppressed(void)
+{
+	return log_rl.suppressed_all;
 }
 
 void die_code(int code, const char *fmt, ...)

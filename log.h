@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum log_level { LOG_LVL_ERR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG,
 		 LOG_LVL_TRACE };
@@ -29,6 +30,17 @@ void log_file_close(void);
 void log_to_syslog(void);
 /* Also copy to stderr while on syslog/file (foreground runs). */
 void log_also_stderr(bool on);
+
+/* Per-flow and per-segment lines are rate-limited (log.c). */
+#define LOG_FLOW_BURST	1000	/* lines at once */
+#define LOG_FLOW_RATE	200	/* lines a second after that */
+
+/* log_flow_ok() - may a per-flow line of level lvl be written now? A
+ * line held back is counted; the next one allowed is preceded by a line
+ * saying how many were not written. */
+bool log_flow_ok(enum log_level lvl);
+/* log_flow_suppressed() - per-flow lines held back since start. */
+uint64_t log_flow_suppressed(void);
 
 void log_msg(enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -23,6 +23,7 @@
  */
 #include <sys/epoll.h>
 
+#include "flow_log.h"
 #include "arp.h"
 #include "dhcp.h"
 #include "dhcpv6.h"
@@ -75,6 +76,7 @@ static enum drop_reason dispatch_l4(struct ctx *c, const struct pkt *p)
 	case IPPROTO_ICMPV6:
 		return icmp_input(c, p);
 	case IPPROTO_TCP:
+		flow_log_segment(p);		/* --trace, rate-limited */
 		return c->conf.no_tcp ? DROP_SERVICE_DISABLED : tcp_input(c, p);
 	case IPPROTO_UDP:
 		return c->conf.no_udp ? DROP_SERVICE_DISABLED : udp_input(c, p);

@@ -33,6 +33,7 @@
 #include <netinet/tcp.h>
 
 #include "ferry.h"
+#include "flow_log.h"
 #include "pkt.h"
 #include "tcp_conn.h"
 #include "tcp_ooo.h"
@@ -381,6 +382,7 @@ void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)
 {
 	struct tcp_conn *conn = conn_of(fl);
 
+	flow_log_tcp_close(&c->flows, fl, abort);	/* --debug */
 	if (conn->sock >= 0) {
 		if (abort) {
 			struct linger l = { .l_onoff = 1, .l_linger = 0 };

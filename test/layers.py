@@ -51,7 +51,7 @@ FLOORS = {
     "netlink": 0, "neigh": 0, "fault": 0, "busypoll": 0, "ev": 0,
     "tcp_conn": 0, "tcp_sack": 0, "tcp_ooo": 0, "ip": 0, "dns": 0,
     "wire": 0, "dheap": 0,
-    "mig_state": 0, "json": 0,
+    "mig_state": 0, "json": 0, "flow_log": 0,
     # 1: the guest link: the transmit batch and the backends
     "tap_tx": 1, "tap_dev": 1, "tap_stream": 1, "tap_vu": 1,
     "vhost_user": 1, "virtq": 1, "vu_log": 1, "tap.h": 1,

@@ -21,6 +21,7 @@ test_pesto_callers uses):
 """
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -368,3 +369,153 @@ def test_ctl_flows_iperf3(ferry_ns, tmp_path):
     finally:
         srv.kill()
         srv.wait()
+
+
+def syn_to(port):
+    """Predicate: a TCP SYN frame to port (IPv4 or IPv6)."""
+    def pred(fr):
+        et = fr[12:14]
+        if et == b"\x08\x00" and fr[23] == 6:
+            l4 = fr[14 + (fr[14] & 15) * 4:]
+        elif et == b"\x86\xdd" and fr[20] == 6:
+            l4 = fr[54:]
+        else:
+            return False
+        return (len(l4) >= 14 and int.from_bytes(l4[2:4], "big") == port
+                and l4[13] & 0x02 and not l4[13] & 0x10)
+    return pred
+
+
+@pytest.mark.parametrize("fam", ["v4", "v6"])
+def test_ctl_vm_mode_add_delete(tmp_path, fam):
+    """VM mode: a -t forward added at run time sends the guest (a qemu
+    stand-in on the stream socket) a SYN for the next host client at
+    once; deleted, the port closes."""
+    from vmguest import FerryVM, StreamClient, arp_request, is_arp_reply
+    sock = str(tmp_path / "ctl.sock")
+    f = FerryVM(tmp_path, ["-c", sock])
+    try:
+        wait_for(lambda: os.path.exists(sock) and os.path.exists(f.sock),
+                 10, "the sockets")
+        g = StreamClient(f.sock)
+        g.send_frame(arp_request(conftest.GW4))     # ferry learns the MAC
+        g.wait_frame(is_arp_reply(conftest.GW4), 5, "ARP reply")
+        assert request(sock, {"op": "version"})["mode"] == "vm"
+        assert "tcp_ns" not in request(sock, {"op": "forwards"})
+        r = request(sock, {"op": "add", "tcp_ns": "40270"})
+        assert not r["ok"] and "only in namespace mode" in r["error"], r
+        ctl(sock, "add", "-t", "40270:40370")
+        c = socket.create_connection((ADDRS[fam], 40270), 10)
+        try:
+            g.wait_frame(syn_to(40370), 10, "SYN to the guest")
+            flows = request(sock, {"op": "flows"})["flows"]
+            assert any(x.get("state") == "syn-sent" and x["forwarded"]
+                       for x in flows), flows
+        finally:
+            c.close()
+        ctl(sock, "del", "-t", "40270")
+        assert 40270 not in host_listening()
+        assert refused_or_reset(ADDRS[fam], 40270)
+    finally:
+        f.stop()
+
+
+def test_debug_log_flow_lines_and_size(ferry_ns, tmp_path):
+    """--debug: each flow's open (both ends, who opened it) and close
+    (how, bytes each way); the log's size for a fixed workload (20
+    forwarded connections, 64 KiB each way) is printed for the record."""
+    log = tmp_path / "debug.log"
+    f, sock = start(ferry_ns, tmp_path, ["-t", "40280", "--debug", "-l",
+                                         str(log)])
+    srv = guest_server(f, "::", 40280, "echo", "--count", "20")
+    try:
+        for _ in range(20):
+            with socket.create_connection((ADDRS["v4"], 40280), 10) as c:
+                c.sendall(b"x" * 65536)
+                c.shutdown(socket.SHUT_WR)
+                got = 0
+                while got < 65536:
+                    d = c.recv(65536)
+                    assert d, got
+                    got += len(d)
+    finally:
+        srv.kill()
+
+    def closed():
+        t = log.read_text(errors="replace")
+        return t if t.count("tcp closed") + t.count("tcp reset") >= 20 \
+            else None
+    text = wait_for(closed, 20, "20 close lines")
+    opens = [l for l in text.splitlines() if "tcp open" in l]
+    assert len(opens) >= 20, text[-2000:]
+    assert any("-> 198.51.100.1:" in l or ":40280 ->" in l for l in opens)
+    assert all("by a host client (a -t forward)" in l for l in opens), opens
+    closes = [l for l in text.splitlines() if "tcp closed" in l]
+    # from guest: what the host peer acknowledged (our FIN may be in it)
+    assert any(re.search(r"from guest 6553[67] bytes, to guest 65536 bytes",
+                         l) for l in closes), closes[:3]
+    print(f"debug log for 20 forwarded connections of 64 KiB each way: "
+          f"{len(text.encode())} bytes, {len(text.splitlines())} lines")
+
+
+def test_debug_log_flood_rotation(ferry_ns, tmp_path):
+    """A flood of flows with --debug and --log-size 64k: the file stays
+    within the bound, keeps the newest lines with sorted timestamps, and
+    says what the rate limit held back."""
+    log = tmp_path / "flood.log"
+    f, sock = start(ferry_ns, tmp_path, ["-t", "40285", "--debug", "-l",
+                                         str(log), "--log-size", "64k"])
+    srv = guest_server(f, "::", 40285, "echo", "--count", "100000")
+    code = ("import socket,sys\n"
+            "for i in range(int(sys.argv[1])):\n"
+            " s=socket.create_connection(('198.51.100.2',40285),10)\n"
+            " s.sendall(b'x'); s.shutdown(socket.SHUT_WR); s.recv(10); "
+            "s.close()\n")
+    try:
+        run(["python3", "-c", code, "1500"], timeout=300)
+        # the newest: one more connection after the flood
+        with socket.create_connection((ADDRS["v4"], 40285), 10) as c:
+            port = c.getsockname()[1]
+            c.sendall(b"y")
+            c.shutdown(socket.SHUT_WR)
+            c.recv(10)
+    finally:
+        srv.kill()
+    want = f"198.51.100.1:{port}"
+    text = wait_for(lambda: (lambda t: t if want in t else None)(
+        log.read_text(errors="replace")), 20, "the last flow's lines")
+    assert log.stat().st_size <= 64 * 1024, log.stat().st_size
+    lines = text.splitlines()
+    assert lines[0].startswith("ferry ") and str(log) in lines[0], lines[0]
+    stamps = [float(l.split(":", 1)[0]) for l in lines[1:] if l[:1].isdigit()]
+    assert stamps == sorted(stamps) and len(stamps) > 100, stamps[:5]
+    assert "tcp open" in text and "tcp closed" in text
+    st = request(sock, {"op": "stats"})
+    assert f.proc.poll() is None and st["ok"]
+
+
+def test_trace_segments_and_runtime_level(ferry_ns, tmp_path):
+    """log-level trace at run time: a line per TCP segment from the
+    guest; back to info: none."""
+    log = tmp_path / "trace.log"
+    f, sock = start(ferry_ns, tmp_path, ["-t", "40290", "-l", str(log)])
+    srv = guest_server(f, "::", 40290, "echo", "--count", "2")
+    try:
+        ctl(sock, "log-level", "trace")
+        with socket.create_connection((ADDRS["v4"], 40290), 10) as c:
+            c.sendall(b"z" * 1000)
+            c.shutdown(socket.SHUT_WR)
+            c.recv(2000)
+        seg = re.compile(r"trace: tcp from guest 198\.51\.100\.2:40290 -> "
+                         r"198\.51\.100\.1:\d+ S\. seq \d+ ack \d+ win \d+ "
+                         r"len 0")
+        wait_for(lambda: seg.search(log.read_text()), 10, "a SYN-ACK line")
+        ctl(sock, "log-level", "info")
+        n = log.read_text().count("tcp from guest")
+        with socket.create_connection((ADDRS["v4"], 40290), 10) as c:
+            c.sendall(b"z")
+            c.shutdown(socket.SHUT_WR)
+            c.recv(10)
+        assert log.read_text().count("tcp from guest") == n
+    finally:
+        srv.kill()
