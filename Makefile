@@ -140,6 +140,7 @@ install-podman: install
 	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/pasta
 	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/passt
 	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/slirp4netns
+	ln -sf $(BINDIR)/ferry $(DESTDIR)$(LIBEXECDIR)/pesto
 	printf '%s\n' '# ferry as podman'"'"'s pasta and slirp4netns: installed by ferry'"'"'s make install-podman' \
 		'[engine]' \
 		'helper_binaries_dir = ["$(LIBEXECDIR)", $(PODMAN_HELPER_DIRS)]' \
