@@ -335,6 +335,23 @@ static bool reply_end(struct ctx *c, struct ctl_client *cl, struct jw *w)
 	return queue(c, cl, w->buf, w->len);
 }
 
+/* reply_in_place() - end a reply written at the end of cl's queue
+ * (w over cl->out + cl->outlen): keep it, or drop the client whose queue
+ * had no room for it. */
+static bool reply_in_place(struct ctx *c, struct ctl_client *cl,
+			   struct jw *w)
+{
+	jw_close(w, '}');
+	jw_raw(w, "\n");
+	if (w->over) {
+		c->ctl->dropped++;
+		client_close(c, cl);
+		return false;
+	}
+	cl->outlen += w->len;
+	return true;
+}
+
 /* reply_error() - {"ok":false,"error":msg[,"port":..,"errno":..]}. */
 static bool reply_error(struct ctx *c, struct ctl_client *cl,
 			const struct json_obj *req, const char *msg,
@@ -368,11 +385,12 @@ static void item_out(void *arg, const char *item)
 static bool op_forwards(struct ctx *c, struct ctl_client *cl,
 			const struct json_obj *req)
 {
-	static char buf[CTL_OUT_MAX];
 	unsigned int d;
 	struct jw w;
 
-	jw_init(&w, buf, sizeof(buf));
+	/* Written in place at the end of the client's queue: no global
+	 * buffer (ASan clears a large global's shadow at exit by mmap()) */
+	jw_init(&w, cl->out + cl->outlen, CTL_OUT_MAX - cl->outlen);
 	reply_start(&w, true, req);
 	for (d = 0; d < DIRS; d++) {
 		if (dirs[d].ns_only && c->conf.mode != MODE_NS)
@@ -382,7 +400,7 @@ static bool op_forwards(struct ctx *c, struct ctl_client *cl,
 		fwd_spec_items(live_spec(c, d), item_out, &w);
 		jw_close(&w, ']');
 	}
-	return reply_end(c, cl, &w);
+	return reply_in_place(c, cl, &w);
 }
 
 /* dir_off() - why direction d cannot change now, NULL if it can. */
@@ -557,11 +575,10 @@ static void stat_out(void *arg, const char *line)
 static bool op_stats(struct ctx *c, struct ctl_client *cl,
 		     const struct json_obj *req)
 {
-	static char buf[65536];
 	struct jw w;
 	int r;
 
-	jw_init(&w, buf, sizeof(buf));
+	jw_init(&w, cl->out + cl->outlen, CTL_OUT_MAX - cl->outlen);
 	reply_start(&w, true, req);
 	jw_key(&w, "lines");
 	jw_open(&w, '[');
@@ -579,7 +596,7 @@ static bool op_stats(struct ctx *c, struct ctl_client *cl,
 	for (r = 1; r < DROP_MAX; r++)
 		jw_ku64(&w, drop_name((enum drop_reason)r), c->stats.drops[r]);
 	jw_close(&w, '}');
-	return reply_end(c, cl, &w);
+	return reply_in_place(c, cl, &w);
 }
 
 static const char *const level_names[] = {
