@@ -383,8 +383,9 @@ bool log_flow_ok(enum log_level lvl)
 	ms = (now.tv_sec - log_rl.last.tv_sec) * 1000 +
 	     (now.tv_nsec - log_rl.last.tv_nsec) / 1000000;
 	if (ms > 0) {
-		log_rl.tokens = MIN(log_rl.tokens + ms * LOG_FLOW_RATE,
-				    (int64_t)LOG_FLOW_BURST * 1000);
+		log_rl.tokens += ms * LOG_FLOW_RATE;
+		if (log_rl.tokens > (int64_t)LOG_FLOW_BURST * 1000)
+			log_rl.tokens = (int64_t)LOG_FLOW_BURST * 1000;
 		log_rl.last = now;
 	}
 	if (log_rl.tokens < 1000) {
