@@ -220,8 +220,10 @@ static bool mtu_ok(const char *v)
 
 /* apply() - record option o with value v (NULL for a flag). */
 static enum slirp_result apply(struct slirp_req *r, const struct slirp_opt *o,
-			       const char *v, char *err, size_t errlen)
+			       const char *value, char *err, size_t errlen)
 {
+	const char *v = value ? value : "";	/* flags get no value */
+
 	switch (o->id) {
 	case O_CONFIGURE:	r->configure = true; break;
 	case O_EXIT_FD:		r->exit_fd = v; break;
