@@ -409,7 +409,8 @@ bool tcp_consume_lazy(struct ctx *c, struct flow *fl);
 void tcp_clamp_update(struct ctx *c, struct flow *fl, bool stale);
 /* tcp_clamp_refresh() - the clamp at the end of an input batch with
  * nothing to consume: tcp_clamp_update() only when the guest's window
- * changed since the clamp was last computed (or none is set yet). */
+ * changed since the clamp was last computed (or none is set yet); none
+ * while the peer has sent nothing (tcp_out.c). */
 void tcp_clamp_refresh(struct ctx *c, struct flow *fl);
 /* tcp_rewind_seq() - seq_to_guest back to to, the peek offset along,
  * what was sent before remembered (the rewinds' common step). */

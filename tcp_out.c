@@ -404,15 +404,18 @@ void tcp_clamp_refresh(struct ctx *c, struct flow *fl)
 	    (conn->clamp && conn->clamp_wnd == conn->wnd_from_guest))
 		return;		/* nothing to do, or no clamp after EOF */
 	/* A new connection that received nothing yet (its socket counts as
-	 * sent, tcp_conn_open()): the queue is taken as empty, no SIOCINQ.
-	 * Bytes that did arrive are read at their EPOLLIN, which re-applies
-	 * the clamp; until then it is at most their count too large, as it
-	 * is after any shrink by less than a quarter of the slack. */
+	 * sent, tcp_conn_open()): no clamp, no system call. The kernel's
+	 * first window is at most 64 KiB (tcp_select_initial_window() caps
+	 * it at U16_MAX, rounded up to the window scale's unit), within any
+	 * clamp (the slack is 64 KiB or more), and it grows only from
+	 * arriving segments (unit test tcp_conn_no_clamp_before_arrival). Each arrival's
+	 * EPOLLIN brings a read, and every read sets the clamp (or the
+	 * stalled path does); until then the socket is left as the kernel
+	 * made it. A Connection: close exchange (the reply comes with the
+	 * peer's EOF, which needs no clamp) never sets one. */
 	if (conn->sock_sent && !conn->consume &&
-	    seq_eq(conn->seq_to_guest, seq_add(conn->isn_to_guest, 1))) {
-		tcp_clamp_apply(c, fl, 0, false);
+	    seq_eq(conn->seq_to_guest, seq_add(conn->isn_to_guest, 1)))
 		return;
-	}
 	tcp_clamp_update(c, fl, false);
 }
 

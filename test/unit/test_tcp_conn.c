@@ -653,14 +653,15 @@ TEST(tcp_conn_peek_off_lazy)
 
 /* A new connection's socket counts as empty until an event says
  * otherwise: the batch of the guest's ACK that completes the handshake
- * reads nothing (no SIOCINQ; the clamp takes the queue as empty), even
- * when the peer's first bytes are there already, not yet reported; their
- * EPOLLIN brings the read, whole and in order. */
+ * reads nothing (no SIOCINQ, no clamp), even when the peer's first bytes
+ * are there already, not yet reported; their EPOLLIN brings the read,
+ * whole and in order, and that read sets the clamp. */
 TEST(tcp_conn_first_batch_reads_nothing)
 {
 	struct ctx *c = tcp_test_ctx();
 	struct tguest g = { .c = c, .sport = 40047 };
-	int ls = listener(false, &g.dport), a;
+	int ls = listener(false, &g.dport), a, v = 0;
+	socklen_t sl = sizeof(v);
 	struct tcp_conn *conn;
 	struct pkt p;
 
@@ -671,16 +672,77 @@ TEST(tcp_conn_first_batch_reads_nothing)
 	test_tx_reset(c);
 	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
 	CHECK_EQ(test_tx_n(c), 0);		/* not read in that batch */
-	CHECK(conn->clamp != 0);
+	CHECK_EQ(conn->clamp, 0);		/* nor clamped */
+	CHECK_EQ(c->tcp.st.clamp_sets, 0);
 	pump(c, 2000, 1);
 	CHECK_EQ(test_tx_n(c), 1);
 	CHECK(seg_at(c, 0, &p));
 	CHECK_EQ(p.tcp.seq, g.ack);
 	CHECK_EQ(p.payload_len, 6);
 	CHECK(!memcmp(p.payload, "220 hi", 6));
+	CHECK(conn->clamp != 0);		/* the read set it */
+	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &v, &sl));
+	CHECK_EQ((uint32_t)v, conn->clamp);
 	close(a);
 	close(ls);
 	tcp_test_free(c);
+}
+
+/* rcv_wnd() - the window a socket advertises now (tcp_info's
+ * tcpi_rcv_wnd, Linux 5.4; not in glibc's struct), or -1. */
+static long rcv_wnd(int s)
+{
+	uint8_t raw[512];
+	socklen_t len = sizeof(raw);
+	uint32_t w;
+
+	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, raw, &len) || len < 236)
+		return -1;
+	memcpy(&w, raw + 232, sizeof(w));
+	return (long)w;
+}
+
+/* No clamp before the peer's first byte (tcp_out.c tcp_clamp_refresh()):
+ * a guest upload to a silent peer sets none in any batch, and what makes
+ * that safe holds: the kernel's window stays within the smallest clamp
+ * (the slack, 64 KiB or more) while nothing arrives. The peer's first byte is
+ * read, and the clamp set, in the batch of its EPOLLIN. */
+TEST(tcp_conn_no_clamp_before_arrival)
+{
+	struct ctx *c = tcp_test_ctx();
+	struct tguest g = { .c = c, .sport = 40048 };
+	static uint8_t up[8000], got[sizeof(up)];
+	ssize_t total = 0;
+	int a, v = 0, i;
+	socklen_t sl = sizeof(v);
+	struct tcp_conn *conn;
+
+	a = tconn_open(&g, false, NULL);
+	CHECK(a >= 0);
+	CHECK((conn = only_conn(c)) != NULL);
+	for (i = 0; i < 12; i++) {
+		memset(up, 'a' + i, sizeof(up));
+		guest_send(&g, TCP_F_ACK | TCP_F_PSH, up, sizeof(up), NULL, 0);
+		pump(c, 50, 0);
+		total += recv_all(a, got, sizeof(got));
+		CHECK(rcv_wnd(conn->sock) >= 0);
+		/* 65535, rounded up to the window scale's unit */
+		CHECK(rcv_wnd(conn->sock) <= 65536);
+	}
+	g.wnd = 100;				/* the guest's window changes */
+	guest_send(&g, TCP_F_ACK, NULL, 0, NULL, 0);
+	CHECK_EQ(conn->clamp, 0);
+	CHECK_EQ(c->tcp.st.clamp_sets, 0);
+	total += recv_all(a, got, sizeof(got));
+	CHECK_EQ(total, (ssize_t)(12 * sizeof(up)));
+	test_tx_reset(c);
+	CHECK_EQ(send(a, "y", 1, 0), 1);
+	pump(c, 2000, 1);
+	CHECK_EQ(test_tx_n(c), 1);
+	CHECK(conn->clamp != 0);
+	CHECK(!getsockopt(conn->sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &v, &sl));
+	CHECK_EQ((uint32_t)v, conn->clamp);
+	tconn_close(&g, a);
 }
 
 /* The stuck-window detector (tcp_timer.c tcp_stuck_check()): a second after
@@ -729,7 +791,10 @@ TEST(tcp_stuck_window_detector)
 
 /* The clamp at a batch's end follows the guest's window: a batch that
  * leaves the window as it was costs no SIOCINQ and sets nothing, one that
- * changes it re-computes the clamp, and the socket has the new value. */
+ * changes it re-computes the clamp, and the socket has the new value.
+ * (The peer's byte, read and not yet acknowledged by the guest, gives
+ * the connection its first clamp: none is set before anything
+ * arrives.) */
 TEST(tcp_clamp_follows_guest_window)
 {
 	struct ctx *c = tcp_test_ctx();
@@ -744,6 +809,9 @@ TEST(tcp_clamp_follows_guest_window)
 	a = tconn_open(&g, false, NULL);
 	CHECK(a >= 0);
 	CHECK((conn = only_conn(c)) != NULL);
+	CHECK_EQ(send(a, "x", 1, 0), 1);
+	pump(c, 2000, 1);
+	CHECK_EQ(test_tx_n(c), 1);
 	guest_send(&g, TCP_F_ACK | TCP_F_PSH, "abc", 3, NULL, 0);
 	CHECK(conn->clamp != 0);
 	CHECK_EQ(conn->clamp_wnd, conn->wnd_from_guest);
