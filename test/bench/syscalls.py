@@ -27,8 +27,11 @@ and CPU time per exchange.
 
 Environment: FERRY_BIN (default ./ferry), SYSCALLS_TIME (seconds per
 workload, default 3), SYSCALLS_ONLY (regex on workload names),
-SYSCALLS_TOOL=pasta (trace Debian's pasta instead, started as bench.py
-does, to compare the same workloads call by call).
+SYSCALLS_TOOL=pasta or pasta-trixie (trace Debian 12's or trixie's pasta
+instead, started as bench.py does, to compare the same workloads call by
+call), SYSCALLS_TOOL=relay (test/bench/relay.c in a veth guest, as ab.py's
+"relay" variant: the floor; its IPv4 relay is traced, so the IPv6
+workload pp6 reads nothing).
 SYSCALLS_TRACE=1 (strace writes every call, with its arguments, to
 build/bench/syscalls/trace-NAME.txt instead of counting: to read what one
 exchange or connection does; no counts are printed then).
@@ -40,6 +43,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ab  # noqa: E402
 import backends  # noqa: E402
 import measure  # noqa: E402
 import procs  # noqa: E402
@@ -130,13 +134,30 @@ def trace(be, name, argv, secs, out):
     print(f"{name:7s} {exchanges(name, r.stdout)} exchanges, trace in {log}", flush=True)
 
 
+class Relay(ab.RelayVariant):
+    """ab.py's relay variant; the process to trace is the IPv4 relay."""
+    name = "relay"
+
+    @property
+    def pid(self):
+        return self.relays[0].pid if self.relays else None
+
+
 def main():
     secs = int(os.environ.get("SYSCALLS_TIME", "3"))
     only = os.environ.get("SYSCALLS_ONLY")
     out, pingpong = measure.tool_setup("syscalls.py", "syscalls")
     servers = measure.Servers(out, pingpong)
-    if os.environ.get("SYSCALLS_TOOL", "ferry") == "pasta":
+    tool = os.environ.get("SYSCALLS_TOOL", "ferry")
+    if tool == "pasta":
         be = backends.Pasta(65520, out)
+    elif tool == "pasta-trixie":
+        why = backends.available(tool)
+        if why:
+            raise SystemExit(f"syscalls: {why}")
+        be = backends.PastaTrixie(65520, out)
+    elif tool == "relay":
+        be = Relay(out)
     else:
         be = backends.Ferry(65520, out,
                             os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry")))
