@@ -206,20 +206,17 @@ void log_to_syslog(void)
  * priority prio; see the top for what a full queue does. */
 static void syslog_line(int prio, const char *line, size_t len)
 {
-	char buf[1200];
+	char buf[1200], lost[40] = "";
 	int n;
 
 	if (log_sink.syslog_fd < 0)
 		return;
 	if (log_sink.syslog_lost)
-		n = snprintf(buf, sizeof(buf), "<%d>ferry[%d]: (%lu lines "
-			     "lost) %.*s", LOG_DAEMON | prio,
-			     (int)log_sink.syslog_pid, log_sink.syslog_lost,
-			     (int)len, line);
-	else
-		n = snprintf(buf, sizeof(buf), "<%d>ferry[%d]: %.*s",
-			     LOG_DAEMON | prio, (int)log_sink.syslog_pid,
-			     (int)len, line);
+		snprintf(lost, sizeof(lost), "(%lu lines lost) ",
+			 log_sink.syslog_lost);
+	n = snprintf(buf, sizeof(buf), "<%d>ferry[%d]: %s%.*s",
+		     LOG_DAEMON | prio, (int)log_sink.syslog_pid, lost, (int)len,
+		     line);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof(buf))
