@@ -11,7 +11,20 @@ NEED="unshare:util-linux nsenter:util-linux ip:iproute2 busybox:busybox
 ping:iputils-ping tshark:tshark iperf3:iperf3 dig:dnsutils curl:curl
 nc:netcat-openbsd /usr/bin/python3:python3 gcc:gcc make:make
 dhclient:isc-dhcp-client ethtool:ethtool podman:podman crun:crun
-dnsmasq:dnsmasq-base sysctl:procps traceroute:traceroute"
+dnsmasq:dnsmasq-base sysctl:procps traceroute:traceroute
+/usr/lib/podman/netavark:netavark"
+
+# The rootless tests run ferry as a real unprivileged user, who opens
+# /dev/net/tun as every rootless pasta does: the kernel creates it mode
+# 0666 (drivers/net/tun.c), but a container runtime may have made it 0600.
+if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "deps: /dev/net/tun was mode $(stat -c %a /dev/net/tun), set to 0666 (the kernel's default)"
+		chmod 0666 /dev/net/tun
+	else
+		echo "deps: /dev/net/tun is mode $(stat -c %a /dev/net/tun): the rootless tests need 0666"
+	fi
+fi
 
 missing=""
 for pair in $NEED; do
