@@ -1,4 +1,5 @@
-/* flow_log.c - per-flow debug lines: a flow's open and its close.
+/* flow_log.c - per-flow debug lines: a flow's open, a TCP flow's state
+ * changes, and its close or reset with the reason.
  *
  * Theory of operation
  *
@@ -11,10 +12,19 @@
  *          "flow 12: tcp open 198.51.100.2:41000 -> 203.0.113.1:80 by the
  *          guest" (or "by a host client: -t forward", FLOW_TCP flows with
  *          TCP_C_FWD)
+ *   state: TCP in tcp_conn_set(), the one setter of a connection's state
+ *          and closing flags after its set-up: old and new state and what
+ *          caused the step, "flow 12: tcp established -> close-wait: the
+ *          guest's FIN"; a step on the host's side only (host EOF, the
+ *          guest's FIN passed on) keeps the name: "flow 12: tcp
+ *          established: host EOF". A rewind that sends our FIN again is
+ *          no new step (tcp_conn.closing keeps the bits ever set).
  *   close: TCP in tcp_conn_close(), while the host socket still exists:
- *          its final state, "reset" or "closed", the host socket's two
- *          ends, the bytes each way (TCP_INFO) and a socket error that
- *          ended it; any other flow in flow_free(): its age.
+ *          its final state, "closed" or "reset" with the cause (enum
+ *          tcp_end: the guest's RST, which timer, a socket error, the
+ *          drain deadline, ...), the host socket's two ends, the bytes
+ *          each way (TCP_INFO) and the socket error that ended it; any
+ *          other flow in flow_free(): its age.
  *
  * With --trace, tap.c adds a line per TCP segment from the guest
  * (flow_log_segment()). All of them are debug or trace lines, written
@@ -47,10 +57,39 @@ static const char *const state_names[] = {
 	[TCP_CS_SYN_TO_GUEST] = "syn-sent", [TCP_CS_ESTABLISHED] = "established",
 };
 
-const char *tcp_state_name(unsigned int state)
+static const char *const event_texts[] = {
+#define TCP_EV_TEXT(name, text) text,
+	TCP_EVENTS(TCP_EV_TEXT)
+#undef TCP_EV_TEXT
+};
+_Static_assert(sizeof(event_texts) / sizeof(event_texts[0]) == TCP_EV_MAX,
+	       "one text per event");
+
+static const char *const end_texts[] = {
+#define TCP_END_TEXT(name, text) text,
+	TCP_ENDS(TCP_END_TEXT)
+#undef TCP_END_TEXT
+};
+_Static_assert(sizeof(end_texts) / sizeof(end_texts[0]) == TCP_END_MAX,
+	       "one text per end");
+
+const char *tcp_state_name(unsigned int state, unsigned int closing)
 {
-	return state < sizeof(state_names) / sizeof(state_names[0]) &&
-	       state_names[state] ? state_names[state] : "?";
+	bool gfin = closing & TCP_C_GUEST_FIN, sent = closing & TCP_C_FIN_SENT;
+	bool acked = closing & TCP_C_FIN_ACKED;
+
+	if (state != TCP_CS_ESTABLISHED || !(gfin || sent || acked))
+		return state < sizeof(state_names) / sizeof(state_names[0]) &&
+		       state_names[state] ? state_names[state] : "?";
+	/* The side facing the guest, as RFC 9293 names it: the guest's FIN
+	 * makes us the passive closer (close-wait), our FIN after the
+	 * host's EOF the active one (fin-wait-1, fin-wait-2). Both FINs
+	 * through: time-wait, which tcp_tw.c keeps once the flow goes. */
+	if (!gfin)
+		return acked ? "fin-wait-2" : "fin-wait-1";
+	if (!sent && !acked)
+		return "close-wait";
+	return acked ? "time-wait" : "last-ack";
 }
 
 /* idx_of() - a flow's slot, for the lines (the control socket's flow
@@ -108,10 +147,43 @@ uint64_t tcp_info_received(const struct tcp_info *ti, uint16_t flags)
 	return n && (flags & TCP_C_SOCK_EOF) ? n - 1 : n;  /* less the FIN */
 }
 
-void flow_log_tcp_close(const struct flowtab *ft, struct flow *fl, bool abort)
+void flow_log_tcp_step(const struct flowtab *ft, const struct flow *fl,
+		       unsigned int state, unsigned int closing,
+		       unsigned int ev)
 {
 	const struct tcp_conn *t = FLOW_PRIV(fl, const struct tcp_conn);
-	char host[2 * INET6_ADDRSTRLEN + 40] = "no socket", why[64] = "";
+	const char *from = tcp_state_name(state, closing);
+	const char *to = tcp_state_name(t->state, t->closing);
+
+	if (!log_flow_ok(LOG_LVL_DEBUG))
+		return;
+	log_msg(LOG_LVL_DEBUG, "flow %u: tcp %s%s%s: %s", idx_of(ft, fl), from,
+		strcmp(from, to) ? " -> " : "", strcmp(from, to) ? to : "",
+		ev < TCP_EV_MAX ? event_texts[ev] : "?");
+}
+
+/* end_str() - "closed", or "reset (CAUSE)" for why into buf; a reset by
+ * the retransmission timer says how many timeouts in a row. */
+static void end_str(const struct tcp_conn *t, unsigned int why, char *buf,
+		    size_t len)
+{
+	const char *cause = why < TCP_END_MAX ? end_texts[why] : "?";
+
+	if (why == TCP_END_CLOSE)
+		snprintf(buf, len, "closed");
+	else if (why == TCP_END_RTO)
+		snprintf(buf, len, "reset (%s, %u timeouts)", cause,
+			 t->retries);
+	else
+		snprintf(buf, len, "reset (%s)", cause);
+}
+
+void flow_log_tcp_close(const struct flowtab *ft, struct flow *fl,
+			unsigned int why)
+{
+	const struct tcp_conn *t = FLOW_PRIV(fl, const struct tcp_conn);
+	char host[2 * INET6_ADDRSTRLEN + 40] = "no socket", err[64] = "";
+	char end[96];
 	struct tcp_info ti;
 	socklen_t tl = sizeof(ti);
 
@@ -125,16 +197,18 @@ void flow_log_tcp_close(const struct flowtab *ft, struct flow *fl, bool abort)
 			memset(&ti, 0, sizeof(ti));
 	}
 	if (t->sock_err)
-		snprintf(why, sizeof(why), ", socket error: %s",
+		snprintf(err, sizeof(err), ", socket error: %s",
 			 strerror(t->sock_err));
+	end_str(t, why, end, sizeof(end));
 	log_msg(LOG_LVL_DEBUG, "flow %u: tcp %s in %s after %lld ms, host %s, "
 		"from guest %llu bytes, to guest %llu bytes, %u retransmitted"
-		"%s%s%s", idx_of(ft, fl), abort ? "reset" : "closed",
-		tcp_state_name(t->state),
+		"%s%s%s", idx_of(ft, fl), end,
+		tcp_state_name(t->state,
+			       t->closing | (t->flags & TCP_C_CLOSING)),
 		(long long)(flow_now_ms() - fl->f.born_ms), host,
 		(unsigned long long)ti.tcpi_bytes_acked,
 		(unsigned long long)tcp_info_received(&ti, t->flags),
-		ti.tcpi_total_retrans, why,
+		ti.tcpi_total_retrans, err,
 		t->flags & TCP_C_GUEST_FIN ? ", guest FIN" : "",
 		t->flags & TCP_C_SOCK_EOF ? ", host EOF" : "");
 }

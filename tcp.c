@@ -225,7 +225,7 @@ static enum drop_reason tcp_conn_open(struct ctx *c, const struct pkt *p,
 	tcp_half_open_add(c, fl);
 	if (tcp_ep_add(c, fl)) {
 		tcp_rst_reply(c, p);
-		tcp_conn_close(c, fl, true);
+		tcp_conn_close(c, fl, TCP_END_EPOLL);
 		return DROP_SOCKET_ERROR;
 	}
 	tcp_timer_set(c, conn, TCP_CONNECT_TIMEOUT_MS);
@@ -262,7 +262,8 @@ static void tcp_connect_done(struct ctx *c, struct flow *fl, uint32_t events)
 	if (err) {
 		debug("tcp: connect failed: %s", strerror(err));
 		c->tcp.st.refused++;
-		tcp_reset_both(c, fl);
+		tcp_sock_failed(conn, err);	/* the close line says it */
+		tcp_reset_both(c, fl, TCP_END_CONNECT);
 		return;
 	}
 	tcp_sock_mss(conn);
@@ -275,7 +276,7 @@ static void tcp_connected(struct ctx *c, struct flow *fl)
 {
 	struct tcp_conn *conn = conn_of(fl);
 
-	conn->state = TCP_CS_SYNACK_SENT;
+	tcp_conn_set(c, fl, TCP_CS_SYNACK_SENT, 0, TCP_EV_CONNECTED);
 	tcp_wnd_first(c, fl);
 	tcp_send_flags(c, fl, TCP_F_SYN | TCP_F_ACK);
 	conn->retries = 0;
@@ -327,7 +328,7 @@ static bool tcp_sock_error(struct ctx *c, struct flow *fl, uint32_t events)
 
 	if (!(events & EPOLLERR) && (conn->flags & TCP_C_SHUT_WR)) {
 		/* Orderly: nothing more will come. */
-		conn->flags |= TCP_C_SOCK_EOF;
+		tcp_conn_set(c, fl, 0, TCP_C_SOCK_EOF, TCP_EV_HOST_HUP);
 		return false;
 	}
 	if (events & EPOLLERR)
@@ -352,7 +353,7 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 	 * its only report (edge-triggered: while connecting it comes with
 	 * EPOLLOUT, before a forwarded connection's handshake on its own). */
 	if ((events & EPOLLRDHUP) && !(conn->flags & TCP_C_SOCK_EOF))
-		conn->flags |= TCP_C_SOCK_EOF;
+		tcp_conn_set(c, fl, 0, TCP_C_SOCK_EOF, TCP_EV_HOST_EOF);
 	else
 		events &= ~(uint32_t)EPOLLRDHUP;
 	if (conn->state == TCP_CS_CONNECTING) {
@@ -463,13 +464,13 @@ void tcp_drain_end(struct ctx *c)
 			if (conn->consume)
 				recv(conn->sock, NULL, conn->consume,
 				     MSG_TRUNC | MSG_DONTWAIT);
-			tcp_conn_close(c, fl, false);
+			tcp_conn_close(c, fl, TCP_END_CLOSE);
 			continue;
 		}
 		flow_key_str(&fl->f.key[FLOW_SIDE_GUEST], t, sizeof(t));
 		warn("tcp: %s reset at the linger deadline", t);
 		c->tcp.st.drain_resets++;
-		tcp_reset_both(c, fl);
+		tcp_reset_both(c, fl, TCP_END_DRAIN);
 	}
 	tcp_splice_drain_end(c);
 }

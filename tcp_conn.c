@@ -1,7 +1,7 @@
 /* tcp_conn.c - the TCP connection record's small helpers: the clock and
  * the per-connection timer, the socket's epoll registration, sizes
  * (MSS), socket options, the ISN, the RTT estimate, the handshake's
- * parameters, the half-open list and the close.
+ * parameters, the half-open list, the state setter and the close.
  *
  * Theory of operation
  *
@@ -19,6 +19,10 @@
  * keepalives, inactivity); its entry in the deadline heap (c->tcp.due,
  * dheap.c) is never later than the earliest, so tcp_timer.c comes to it
  * in time (tcp_due_in()).
+ *
+ * State: after set-up, a connection's state and closing flags change in
+ * tcp_conn_set() only, which hands each step and its cause to the
+ * --debug lines (flow_log.c); tcp_conn_close() gets why it ends.
  *
  * A socket error taken by a system call is only noted here
  * (tcp_sock_failed()): the caller may be deep inside a send, where the
@@ -330,7 +334,9 @@ void tcp_established(struct ctx *c, struct flow *fl)
 
 	if (!conn->retries)	/* Karn: not after a retransmission */
 		tcp_rtt_sample(c, conn, seq_add(conn->isn_to_guest, 1));
-	conn->state = TCP_CS_ESTABLISHED;
+	tcp_conn_set(c, fl, TCP_CS_ESTABLISHED, 0,
+		     conn->state == TCP_CS_SYN_TO_GUEST ? TCP_EV_GUEST_SYNACK
+							: TCP_EV_GUEST_ACK);
 	tcp_half_open_del(c, fl);
 	conn->retries = 0;
 	conn->timer_ms = 0;
@@ -375,16 +381,29 @@ void tcp_half_open_del(struct ctx *c, struct flow *fl)
 	conn->half_open = false;
 }
 
-/* tcp_conn_close() - close the socket (abort: SO_LINGER 0, the peer gets
- * a RST), release out-of-order blocks, free the flow. Sends nothing to
- * the guest. */
-void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort)
+void tcp_conn_set(const struct ctx *c, struct flow *fl, uint8_t state,
+		  uint16_t flags, enum tcp_event ev)
+{
+	struct tcp_conn *conn = conn_of(fl);
+	/* A migrated connection (mig_state.c) has its flags only. */
+	uint8_t old = conn->state, closing = (uint8_t)(conn->closing |
+						      (conn->flags & TCP_C_CLOSING));
+
+	if (state)
+		conn->state = state;
+	conn->flags |= flags;
+	conn->closing = (uint8_t)(closing | (flags & TCP_C_CLOSING));
+	if (conn->state != old || conn->closing != closing)	/* --debug */
+		flow_log_tcp_step(&c->flows, fl, old, closing, ev);
+}
+
+void tcp_conn_close(struct ctx *c, struct flow *fl, enum tcp_end why)
 {
 	struct tcp_conn *conn = conn_of(fl);
 
-	flow_log_tcp_close(&c->flows, fl, abort);	/* --debug */
+	flow_log_tcp_close(&c->flows, fl, why);	/* --debug */
 	if (conn->sock >= 0) {
-		if (abort) {
+		if (why != TCP_END_CLOSE) {
 			struct linger l = { .l_onoff = 1, .l_linger = 0 };
 
 			setsockopt(conn->sock, SOL_SOCKET, SO_LINGER, &l,

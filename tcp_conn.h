@@ -80,6 +80,56 @@ enum tcp_cstate {
 					 * -t listener) */
 #define TCP_C_SACK		0x8000	/* guest agreed to SACK (RFC 2018) */
 
+/* The closing progress (TCP_C_GUEST_FIN .. TCP_C_FIN_ACKED): what the
+ * --debug state lines follow (tcp_conn.closing, tcp_conn_set()). */
+#define TCP_C_CLOSING		0x001f
+
+/* What made a connection change state or closing progress, for the
+ * --debug lines (tcp_conn_set(), flow_log.c): the enum and its text. */
+#define TCP_EVENTS(X)							\
+	X(CONNECTED,	"host connect() done")				\
+	X(GUEST_ACK,	"the guest's ACK of our SYN-ACK")		\
+	X(GUEST_SYNACK,	"the guest's SYN-ACK")				\
+	X(GUEST_FIN,	"the guest's FIN")				\
+	X(SHUT_WR,	"the guest's FIN passed on (shutdown)")		\
+	X(HOST_EOF,	"host EOF")					\
+	X(HOST_HUP,	"host hang-up after our shutdown")		\
+	X(FIN_SENT,	"our FIN to the guest (host EOF, its data sent)") \
+	X(FIN_ACKED,	"the guest's ACK of our FIN")
+
+enum tcp_event {
+#define TCP_EV_ENUM(name, text) TCP_EV_##name,
+	TCP_EVENTS(TCP_EV_ENUM)
+#undef TCP_EV_ENUM
+	TCP_EV_MAX
+};
+
+/* Why a connection ends (tcp_conn_close(), the --debug close line):
+ * TCP_END_CLOSE is the orderly close, every other value a reset and its
+ * cause. TCP_END_ABORT is 1, so a caller's "true" still means a reset. */
+#define TCP_ENDS(X)							\
+	X(CLOSE,	"closed")					\
+	X(ABORT,	"aborted")					\
+	X(GUEST_RST,	"the guest's RST")				\
+	X(CONNECT,	"host connect() failed")			\
+	X(CONNECT_TIMEOUT, "host connect() timed out")			\
+	X(SYNACK_TIMEOUT, "the guest did not ACK our SYN-ACK")		\
+	X(SYN_TIMEOUT,	"the guest did not answer our SYN")		\
+	X(RTO,		"retransmissions to the guest gave up")		\
+	X(IDLE,		"idle timeout")					\
+	X(KEEPALIVE,	"the guest did not answer keepalives")		\
+	X(SOCK_ERR,	"host socket error")				\
+	X(EVICTED,	"evicted: too many half-open connections")	\
+	X(DRAIN,	"still open at the drain deadline")		\
+	X(EPOLL,	"epoll registration failed")
+
+enum tcp_end {
+#define TCP_END_ENUM(name, text) TCP_END_##name,
+	TCP_ENDS(TCP_END_ENUM)
+#undef TCP_END_ENUM
+	TCP_END_MAX
+};
+
 /* Socket options set only once they matter (tcp_conn.sockopt): a
  * Connection: close exchange never needs them, and each is a system call
  * per connection (doc/bench.md, "Connection rate"). */
@@ -122,6 +172,9 @@ struct tcp_conn {
 					 * guest SYN seen, handshake not done */
 	uint8_t ka_probes;		/* keepalive probes to the guest sent
 					 * since it was last heard of */
+	uint8_t closing;		/* TCP_C_CLOSING bits ever set (a
+					 * rewind clears TCP_C_FIN_SENT, not
+					 * this): the --debug lines' state */
 
 	/* host -> guest (our sequence space) */
 	seq_t isn_to_guest;		/* our ISN */
@@ -321,7 +374,17 @@ void tcp_half_open_add(struct ctx *c, struct flow *fl);
 /* tcp_half_open_del() - the connection is established or closing: off
  * the list (nothing if not on it). */
 void tcp_half_open_del(struct ctx *c, struct flow *fl);
-void tcp_conn_close(struct ctx *c, struct flow *fl, bool abort);
+/* tcp_conn_set() - the one place a connection's state or closing
+ * progress changes after its set-up: state (0: kept) and the flags set
+ * (TCP_C_*, any), because of ev. --debug gets a line when the state or
+ * a TCP_C_CLOSING bit is new (flow_log_tcp_step()). */
+void tcp_conn_set(const struct ctx *c, struct flow *fl, uint8_t state,
+		  uint16_t flags, enum tcp_event ev);
+/* tcp_conn_close() - close the socket (why other than TCP_END_CLOSE:
+ * SO_LINGER 0, the peer gets a RST), release out-of-order blocks, free
+ * the flow; the --debug close line says why. Sends nothing to the
+ * guest. */
+void tcp_conn_close(struct ctx *c, struct flow *fl, enum tcp_end why);
 
 /* tcp_guard.c */
 /* File descriptors a spliced connection holds: two sockets, two pipes. */
@@ -376,7 +439,7 @@ void tcp_reply(struct ctx *c, const struct pkt *p, uint32_t seq, uint32_t ack,
 	       uint8_t flags, uint16_t wnd);
 /* tcp_reset_both() - give up on a connection: RST to the guest, the
  * socket aborted, the flow freed (tcp_out.c). */
-void tcp_reset_both(struct ctx *c, struct flow *fl);
+void tcp_reset_both(struct ctx *c, struct flow *fl, enum tcp_end why);
 /* tcp_sock_dead() - where the flow may be freed: after a hard socket
  * error (tcp_sock_failed()) an RST to the guest and the flow gone.
  * Returns true when the flow was freed. */

@@ -563,7 +563,7 @@ static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
 	/* TCP_NODELAY and SO_KEEPALIVE came from the listener (accept()
 	 * copies them: listen_sock()). */
 	if (tcp_ep_add(c, fl)) {
-		tcp_conn_close(c, fl, true);
+		tcp_conn_close(c, fl, TCP_END_EPOLL);
 		c->tcp_fwd.st.refused++;
 		return;
 	}
@@ -606,7 +606,7 @@ bool tcp_fwd_syn_timeout(struct ctx *c, struct flow *fl)
 	if (++conn->retries > TCP_SYN_RETRIES) {
 		c->tcp.st.timeouts++;
 		c->tcp_fwd.st.refused++;
-		tcp_conn_close(c, fl, true);
+		tcp_conn_close(c, fl, TCP_END_SYN_TIMEOUT);
 		return true;
 	}
 	tcp_send_flags(c, fl, TCP_F_SYN);

@@ -72,7 +72,7 @@ bool tcp_half_open_admit(struct ctx *c)
 		struct flow *oldest = flow_at(&c->flows, ts->ho_head);
 
 		ts->st.half_open_evicted++;
-		tcp_reset_both(c, oldest);	/* unlinks it */
+		tcp_reset_both(c, oldest, TCP_END_EVICTED);	/* unlinks it */
 	}
 	return tcp_fd_room(c, 1);
 }
@@ -101,7 +101,7 @@ bool tcp_keepalive(struct ctx *c, struct flow *fl, int64_t now,
 			debug("tcp: the guest did not answer %d keepalives",
 			      TCP_KA_PROBES);
 			c->tcp.st.ka_resets++;
-			tcp_reset_both(c, fl);
+			tcp_reset_both(c, fl, TCP_END_KEEPALIVE);
 			return true;
 		}
 		tcp_send_probe(c, fl);

@@ -243,7 +243,7 @@ static enum drop_reason tcp_ack_input(struct ctx *c, struct flow *fl,
 		conn->seq_to_guest = ack;
 		conn->peek_behind = true;
 		if (fin) {
-			conn->flags |= TCP_C_FIN_SENT;
+			tcp_conn_set(c, fl, 0, TCP_C_FIN_SENT, TCP_EV_FIN_SENT);
 			conn->fin_rewound = false;
 		}
 	}
@@ -252,7 +252,7 @@ static enum drop_reason tcp_ack_input(struct ctx *c, struct flow *fl,
 
 		if ((conn->flags & TCP_C_FIN_SENT) &&
 		    seq_eq(ack, conn->seq_to_guest)) {
-			conn->flags |= TCP_C_FIN_ACKED;
+			tcp_conn_set(c, fl, 0, TCP_C_FIN_ACKED, TCP_EV_FIN_ACKED);
 			n--;
 		}
 		conn->consume += n;
@@ -376,7 +376,7 @@ void tcp_flush_pending(struct ctx *c, struct flow *fl)
 		if (conn->ooo && tcp_ooo_advance(c->tcp.ooo, conn,
 						 conn->seq_from_guest)) {
 			/* A FIN queued out of order is reached. */
-			conn->flags |= TCP_C_GUEST_FIN;
+			tcp_conn_set(c, fl, 0, TCP_C_GUEST_FIN, TCP_EV_GUEST_FIN);
 			conn->seq_fin_from_guest = conn->seq_from_guest;
 		}
 		if ((size_t)w < total || !conn->ooo)
@@ -466,7 +466,8 @@ static enum drop_reason tcp_data_input(struct ctx *c, struct flow *fl,
 	}
 	if ((t->flags & TCP_F_FIN) &&
 	    seq_eq(seq_add(seq, (uint32_t)len), next)) {
-		conn->flags |= TCP_C_GUEST_FIN | TCP_C_ACK_NOW;
+		tcp_conn_set(c, fl, 0, TCP_C_GUEST_FIN | TCP_C_ACK_NOW,
+			     TCP_EV_GUEST_FIN);
 		conn->seq_fin_from_guest = next;
 	}
 	return DROP_NONE;
@@ -530,7 +531,7 @@ static enum drop_reason tcp_rst_input(struct ctx *c, struct flow *fl,
 	}
 	c->tcp.st.rst_from_guest++;
 	tcp_keepalive_heard(c, conn, true);
-	tcp_conn_close(c, fl, true);
+	tcp_conn_close(c, fl, TCP_END_GUEST_RST);
 	return DROP_NONE;
 }
 
@@ -594,7 +595,8 @@ void tcp_fin_to_host(const struct ctx *c, struct flow *fl)
 		if (!(conn->flags & TCP_C_FIN_ACKED) &&
 		    shutdown(conn->sock, SHUT_WR))
 			tcp_sock_failed(conn, errno);
-		conn->flags |= TCP_C_SHUT_WR | TCP_C_ACK_NOW;
+		tcp_conn_set(c, fl, 0, TCP_C_SHUT_WR | TCP_C_ACK_NOW,
+			     TCP_EV_SHUT_WR);
 		conn->seq_from_guest = seq_add(conn->seq_from_guest, 1);
 	}
 }
@@ -613,7 +615,7 @@ bool tcp_conn_finished(struct ctx *c, struct flow *fl)
 	if (conn->consume)
 		recv(conn->sock, NULL, conn->consume, MSG_TRUNC | MSG_DONTWAIT);
 	tcp_tw_add(c, fl);	/* the guest's late segments: tcp_tw.c */
-	tcp_conn_close(c, fl, false);
+	tcp_conn_close(c, fl, TCP_END_CLOSE);
 	return true;
 }
 

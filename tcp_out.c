@@ -264,7 +264,7 @@ bool tcp_send_flags(struct ctx *c, struct flow *fl, uint8_t flags)
 	tap_tx_commit(c, len);
 	if (flags & TCP_F_FIN) {
 		conn->seq_to_guest = seq_add(seq, 1);
-		conn->flags |= TCP_C_FIN_SENT;
+		tcp_conn_set(c, fl, 0, TCP_C_FIN_SENT, TCP_EV_FIN_SENT);
 		conn->fin_rewound = false;
 	}
 	return true;
@@ -799,7 +799,7 @@ static long tcp_read_batch(struct ctx *c, struct flow *fl, bool *more)
 	tap_tx_commit_many_off(c, lens, keep, o);
 	conn->seq_to_guest = seq_add(conn->seq_to_guest, (uint32_t)got + fin);
 	if (fin) {
-		conn->flags |= TCP_C_FIN_SENT;
+		tcp_conn_set(c, fl, 0, TCP_C_FIN_SENT, TCP_EV_FIN_SENT);
 		conn->fin_rewound = false;
 	}
 	conn->rewound -= (uint32_t)MIN((size_t)conn->rewound, got);
@@ -928,11 +928,11 @@ void tcp_tlp_arm(struct ctx *c, struct flow *fl)
 
 /* tcp_reset_both() - give up on a connection: RST to the guest, and the
  * socket aborted (RST to the peer, no TIME_WAIT). */
-void tcp_reset_both(struct ctx *c, struct flow *fl)
+void tcp_reset_both(struct ctx *c, struct flow *fl, enum tcp_end why)
 {
 	tcp_send_flags(c, fl, TCP_F_RST | TCP_F_ACK);
 	c->tcp.st.rst_to_guest++;
-	tcp_conn_close(c, fl, true);
+	tcp_conn_close(c, fl, why);
 }
 
 /* tcp_sock_dead() - where the flow may be freed: if a call on the socket
@@ -947,7 +947,7 @@ bool tcp_sock_dead(struct ctx *c, struct flow *fl)
 		return false;
 	debug("tcp: socket error: %s", strerror(conn->sock_err));
 	c->tcp.st.host_errors++;
-	tcp_reset_both(c, fl);
+	tcp_reset_both(c, fl, TCP_END_SOCK_ERR);
 	return true;
 }
 

@@ -243,12 +243,12 @@ static bool tcp_conn_timeout(struct ctx *c, struct flow *fl)
 	switch (conn->state) {
 	case TCP_CS_CONNECTING:
 		c->tcp.st.timeouts++;
-		tcp_reset_both(c, fl);
+		tcp_reset_both(c, fl, TCP_END_CONNECT_TIMEOUT);
 		return true;
 	case TCP_CS_SYNACK_SENT:
 		if (++conn->retries > TCP_SYN_RETRIES) {
 			c->tcp.st.timeouts++;
-			tcp_reset_both(c, fl);
+			tcp_reset_both(c, fl, TCP_END_SYNACK_TIMEOUT);
 			return true;
 		}
 		tcp_send_flags(c, fl, TCP_F_SYN | TCP_F_ACK);
@@ -262,7 +262,7 @@ static bool tcp_conn_timeout(struct ctx *c, struct flow *fl)
 			return false;
 		}
 		c->tcp.st.timeouts++;
-		tcp_reset_both(c, fl);
+		tcp_reset_both(c, fl, TCP_END_RTO);
 		return true;
 	}
 }
@@ -299,7 +299,7 @@ static bool tcp_conn_due(struct ctx *c, struct flow *fl, int64_t now,
 		tcp_keepalive_arm(conn);
 	if (now - conn->last_ms >= TCP_IDLE_MS) {
 		c->tcp.st.timeouts++;
-		tcp_reset_both(c, fl);
+		tcp_reset_both(c, fl, TCP_END_IDLE);
 		return false;
 	}
 	if (tcp_keepalive(c, fl, now, next))

@@ -461,6 +461,91 @@ def test_debug_log_flow_lines_and_size(ferry_ns, tmp_path):
           f"{len(text.encode())} bytes, {len(text.splitlines())} lines")
 
 
+def flow_lines(text, key):
+    """The debug lines of the flow whose open line has key, in order."""
+    m = re.search(r"flow (\d+): tcp open [^\n]*" + re.escape(key), text)
+    assert m, text[-3000:]
+    start = text.index(m.group(0))
+    lines, pre = [], f"flow {m.group(1)}: "
+    for line in text[start:].splitlines():
+        if pre in line:
+            lines.append(line.split(pre, 1)[1])
+            if line.split(pre, 1)[1].startswith(("tcp closed", "tcp reset")):
+                break
+    return lines
+
+
+def in_order(lines, wanted):
+    """Each of wanted (regular expressions) matches a line, in order."""
+    i = 0
+    for w in wanted:
+        while i < len(lines) and not re.search(w, lines[i]):
+            i += 1
+        assert i < len(lines), f"no {w!r} (in order) in:\n" + \
+            "\n".join(lines)
+        i += 1
+
+
+def test_debug_log_tcp_states_and_resets(ferry_ns, tmp_path):
+    """--debug: one line per TCP state change between a flow's open and
+    close, in order, with what caused it; a reset says its cause (the
+    guest's RST; a host connect() that failed, with the error)."""
+    log = tmp_path / "states.log"
+    f, sock = start(ferry_ns, tmp_path, ["-t", "40295-40296", "--debug",
+                                         "-l", str(log)])
+    echo = guest_server(f, "::", 40295, "echo")
+    rst = guest_server(f, "::", 40296, "rst")
+    with socket.socket() as free:       # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    try:
+        with socket.create_connection((ADDRS["v4"], 40295), 10) as c:
+            me = c.getsockname()[1]
+            c.sendall(b"x" * 1000)
+            got = b""
+            while len(got) < 1000:      # established end to end
+                got += c.recv(65536)
+            c.shutdown(socket.SHUT_WR)  # then the host's EOF
+            assert c.recv(10) == b""
+        with socket.create_connection((ADDRS["v4"], 40296), 10) as c:
+            rme = c.getsockname()[1]
+            c.sendall(b"x")
+            with pytest.raises(ConnectionResetError):
+                c.recv(10)
+        f.guest(["python3", "-c", "import socket\ntry:\n socket."
+                 f"create_connection(('198.51.100.1',{port}),5)\n"
+                 "except OSError: pass"])
+    finally:
+        echo.kill()
+        rst.kill()
+
+    def done():
+        t = log.read_text(errors="replace")
+        return t if t.count("tcp reset (") >= 2 and \
+            "tcp closed in time-wait" in t else None
+    try:
+        text = wait_for(done, 20, "the flows' last lines")
+    except AssertionError:
+        print(log.read_text(errors="replace")[-4000:])
+        raise
+    life = flow_lines(text, f"198.51.100.1:{me} by a host client")
+    in_order(life, [r"^tcp syn-sent -> established: the guest's SYN-ACK$",
+                    r"^tcp established: host EOF$",
+                    r"^tcp established -> fin-wait-1: our FIN",
+                    r"^tcp fin-wait-1 -> fin-wait-2: the guest's ACK of our",
+                    r"^tcp fin-wait-2 -> time-wait: the guest's FIN$",
+                    r"^tcp time-wait: the guest's FIN passed on",
+                    r"^tcp closed in time-wait after"])
+    assert len(life) == 8, life         # open, six steps, close
+    reset = flow_lines(text, f"198.51.100.1:{rme} by a host client")
+    assert reset[-1].startswith("tcp reset (the guest's RST) in established"),\
+        reset
+    refused = flow_lines(text, f":{port} by the guest")
+    assert re.match(r"tcp reset \(host connect\(\) failed\) in connecting"
+                    r".*socket error: Connection refused", refused[-1]), \
+        refused
+
+
 def test_debug_log_flood_rotation(ferry_ns, tmp_path):
     """A flood of flows with --debug and --log-size 64k: the file stays
     within the bound, keeps the newest lines with sorted timestamps, and

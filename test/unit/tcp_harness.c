@@ -196,7 +196,7 @@ void tcp_test_free(struct ctx *c)
 
 	for (fl = flow_first(&c->flows, FLOW_TCP); fl; fl = nx) {
 		nx = flow_next(&c->flows, fl);
-		tcp_conn_close(c, fl, true);
+		tcp_conn_close(c, fl, TCP_END_ABORT);
 	}
 	tcp_ooo_pool_free(c->tcp.ooo);
 	tcp_tw_free(&c->tcp.tw);
