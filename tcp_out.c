@@ -411,8 +411,8 @@ void tcp_clamp_refresh(struct ctx *c, struct flow *fl)
 	 * arriving segments (unit test tcp_conn_no_clamp_before_arrival). Each arrival's
 	 * EPOLLIN brings a read, and every read sets the clamp (or the
 	 * stalled path does); until then the socket is left as the kernel
-	 * made it. A Connection: close exchange (the reply comes with the
-	 * peer's EOF, which needs no clamp) never sets one. */
+	 * made it. A Connection: close exchange whose reply comes with the
+	 * peer's EOF (after which no clamp is needed) never sets one. */
 	if (conn->sock_sent && !conn->consume &&
 	    seq_eq(conn->seq_to_guest, seq_add(conn->isn_to_guest, 1)))
 		return;

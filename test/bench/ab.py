@@ -16,6 +16,7 @@ rates, and "lowest" is their worst run).
 
 Variants (arguments), each LABEL=SPEC[+CMD]:
   veth, pasta             the bench's backends (backends.py)
+  pasta-trixie            trixie's pasta (test/bench/peers.sh unpacks it)
   relay                   veth, with test/bench/relay.c in the guest
                           between the client (on the guest's loopback)
                           and veth: two kernel TCP connections and a
@@ -102,6 +103,11 @@ def variant(label, spec, workdir):
         return RelayVariant(os.path.join(workdir, label), int(spec.partition(":")[2] or 0))
     if spec == "pasta":
         return backends.Pasta(65520, os.path.join(workdir, label))
+    if spec == "pasta-trixie":
+        why = backends.available(spec)
+        if why:
+            raise SystemExit(f"ab: {why}")
+        return backends.PastaTrixie(65520, os.path.join(workdir, label))
     parts = spec.split(":")
     if parts[0] != "ferry" or len(parts) < 2:
         raise SystemExit(f"ab: unknown variant {spec!r}")

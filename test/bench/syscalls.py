@@ -32,6 +32,12 @@ instead, started as bench.py does, to compare the same workloads call by
 call), SYSCALLS_TOOL=relay (test/bench/relay.c in a veth guest, as ab.py's
 "relay" variant: the floor; its IPv4 relay is traced, so the IPv6
 workload pp6 reads nothing).
+SYSCALLS_PERF=1 (count with `perf stat` on the syscall tracepoints
+instead of strace: the backend runs at full speed, so its batching is
+the untraced one; strace slows every call and merges loop iterations.
+Prints the same table from the untraced run, the total over the calls
+in PERF_CALLS (every call ferry, pasta and the relay make per exchange;
+clock reads are in the vDSO); needs tracefs.)
 SYSCALLS_TRACE=1 (strace writes every call, with its arguments, to
 build/bench/syscalls/trace-NAME.txt instead of counting: to read what one
 exchange or connection does; no counts are printed then).
@@ -108,6 +114,39 @@ def untraced(be, name, argv, secs):
             f"and CPU {(c1 - c0) * 1e6 / n:.1f} us per exchange")
 
 
+PERF_CALLS = ("read", "write", "writev", "readv", "epoll_wait", "epoll_pwait",
+              "sendmsg", "recvmsg", "sendto", "recvfrom", "setsockopt",
+              "getsockopt", "ioctl", "connect", "socket", "close", "epoll_ctl",
+              "shutdown", "pread64", "accept", "accept4", "timerfd_settime")
+
+
+def perf_counted(be, name, argv, secs, out):
+    """SYSCALLS_PERF=1: one run counted by perf stat on the syscall
+    tracepoints; (exchanges, {syscall: calls}, the client's result)."""
+    log = os.path.join(out, f"perf-{name}.txt")
+    evs = []		# (raw_syscalls:sys_enter reads 0 with -p here)
+    for call in PERF_CALLS:
+        evs += ["-e", f"syscalls:sys_enter_{call}"]
+    st = procs.start(["perf", "stat", "-x", ",", "-o", log] + evs + ["-p", str(be.pid)])
+    time.sleep(0.5)		# perf attaches (no readiness signal exists)
+    r = procs.run(be.guest(argv), timeout=secs + 30)
+    os.kill(st.pid, signal.SIGINT)	# perf writes the counts
+    try:
+        st.wait(timeout=10)
+    finally:
+        procs.stop(st)
+    calls = {}
+    with open(log) as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if len(parts) > 2 and parts[0].isdigit():
+                # "syscalls:sys_enter_readu": perf marks user-only counting
+                ev = re.sub(r"(:u|u)$", "", parts[2]).split(":")[1]
+                ev = ev.replace("sys_enter_", "")
+                calls[ev] = int(parts[0])
+    return exchanges(name, r.stdout), calls, r
+
+
 def exchanges(name, out):
     if name.startswith("pp"):
         m = re.search(r"count (\d+)", out)
@@ -172,6 +211,17 @@ def main():
             continue
         print(f"{name:7s} {untraced(be, name, argv, secs)}", flush=True)
         log = os.path.join(out, f"strace-{name}.txt")
+        if os.environ.get("SYSCALLS_PERF") == "1":
+            n, calls, r = perf_counted(be, name, argv, secs, out)
+            if not n or not calls:
+                print(f"{name}: no result (exit {r.returncode}): {r.stdout[-200:]}")
+                continue
+            total = sum(calls.values())	# of the calls listed
+            parts = " ".join(f"{k} {v / n:.2f}" for k, v in
+                             sorted(calls.items(), key=lambda kv: -kv[1]) if v / n >= 0.01)
+            print(f"{name:7s} exchanges {n:7d}  syscalls/exchange {total / n:6.2f} "
+                  f"(perf): {parts}", flush=True)
+            continue
         if os.environ.get("SYSCALLS_TRACE") == "1":
             trace(be, name, argv, secs, out)
             continue
