@@ -6,7 +6,10 @@
  * -c PATH (--control, pasta's option) makes a UNIX stream socket at PATH
  * before anything else is set up, mode 0600 (umask 0177 around bind()),
  * replacing a stale socket nobody accepts on. The socket's fd outlives
- * the sandbox (isolate.c): accept4() needs no path. Clients are served by
+ * the sandbox (isolate.c): accept4() needs no path. At exit the file is
+ * removed (ctl_stop()) through an O_PATH fd of its directory, opened at
+ * start-up: Landlock allows removing a file beneath it and nothing else,
+ * so the sandbox stays whole (as VM mode's socket, vm.c). Clients are served by
  * the one loop, like every other fd (EREF_CTL_LISTEN, EREF_CTL), also
  * while a stream link is stalled (ev.c puts them in the control set).
  *
@@ -40,6 +43,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,7 +71,9 @@
  *   (the flow list: host sockets' addresses, TCP_INFO) */
 /* seccomp(all): ioctl(1=SIOCINQ) ioctl(1=SIOCOUTQ)
  *   (the flow list: host sockets' queues) */
-/* seccomp(setup): socket bind listen umask unlink unlinkat */
+/* seccomp(all): unlink unlinkat
+ *   (the socket file at exit: ctl_stop()) */
+/* seccomp(setup): socket bind listen umask */
 
 #define DIRS		4	/* -t -u -T -U */
 
@@ -187,9 +193,21 @@ void ctl_init(struct ctx *c)
 	}
 	s->lfd = fd;
 	c->ctl = s;
+	c->ctl_dirfd = unix_dir_open(c->conf.control_path);	/* ctl_stop() */
 	if (ep_add(c, fd, EPOLLIN, ref))
 		die("-c: cannot watch the socket");
 	info("control socket at %s", c->conf.control_path);
+}
+
+void ctl_stop(const struct ctx *c)
+{
+	char name[sizeof(c->conf.control_path)];
+
+	if (!c->ctl || !c->conf.control_path[0])
+		return;
+	str_copy(name, c->conf.control_path, sizeof(name));
+	if (c->ctl_dirfd < 0 || unlinkat(c->ctl_dirfd, basename(name), 0))
+		unlink(c->conf.control_path);	/* no sandbox: the path */
 }
 
 /* --- Clients --------------------------------------------------------- */

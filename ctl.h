@@ -19,6 +19,10 @@ struct ctx;
  * replaced), in the loop; dies if it cannot be made. Start-up only,
  * before the sandbox (the fd stays usable after it). */
 void ctl_init(struct ctx *c);
+/* ctl_stop() - at exit (normal, or SIGTERM's): remove the socket file
+ * through the directory fd kept from start-up (isolate.c lets only
+ * that), else by its path; nothing without -c. */
+void ctl_stop(const struct ctx *c);
 /* ctl_listen_handler() - EREF_CTL_LISTEN: accept new clients. */
 void ctl_listen_handler(struct ctx *c, uint32_t events);
 /* ctl_handler() - EREF_CTL: client idx readable or writable. */

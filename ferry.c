@@ -197,6 +197,7 @@ int main(int argc, char **argv)
 	if (c == MAP_FAILED)
 		die("cannot allocate context");
 	c->pcap_fd = c->sigfd = c->child_pidfd = c->sock_dirfd = -1;
+	c->ctl_dirfd = -1;
 	argv[skip] = argv[0];
 	conf_parse(&c->conf, mode, argc - skip, argv + skip);
 	if (mode == MODE_NS)
@@ -252,6 +253,7 @@ int main(int argc, char **argv)
 	loop(c);
 	if (mode == MODE_VM)
 		vm_stop(c);
+	ctl_stop(c);		/* -c: the socket file goes */
 	if (c->conf.debug || c->conf.stats_s)	/* quiet by default */
 		stats_log(c);
 	return c->exit_code;

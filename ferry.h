@@ -71,6 +71,8 @@ struct ctx {
 					 * listening socket (O_PATH), to remove
 					 * it at exit from inside the sandbox;
 					 * -1: none */
+	int ctl_dirfd;			/* -c: the same for the control
+					 * socket (ctl.c); -1: none */
 	int ns_user_fd, ns_net_fd;	/* ns mode: guest namespaces (ns_call),
 					 * user -1: not entered; valid once
 					 * ns_ready */

@@ -70,10 +70,11 @@
  * What is gone: opening any path, including /proc (vhost-user's fd check
  * falls back to the mode test, vhost_user.c), and /dev/null (the spare
  * fd of the listeners is an eventfd, util.c). One exception: VM mode
- * removes its socket at exit (vm_stop()) through the directory fd vm.c
- * holds, and the Landlock ruleset allows removing a file beneath that
- * directory, nothing else (no path leads there but that fd); without
- * Landlock the fd is closed and the socket file stays behind.
+ * removes its socket at exit (vm_stop()), and -c its control socket
+ * (ctl_stop()), each through a directory fd held from start-up
+ * (unix_dir_open()), and the Landlock ruleset allows removing a file
+ * beneath those directories, nothing else (no path leads there but the
+ * fds); without Landlock the fds are closed and the files stay behind.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -260,13 +261,12 @@ static int empty_root(const char **what)
 
 /* landlock_all() - a Landlock domain with every filesystem right of the
  * kernel's ABI handled and none allowed, but removing a file beneath
- * sock_dirfd (VM mode's socket, at exit; -1: none). 0 or -errno, *what
- * the step. */
-static int landlock_all(int sock_dirfd, const char **what)
+ * each of the n dirfds (VM mode's socket, the control socket, at exit;
+ * -1: none). 0 or -errno, *what the step. */
+static int landlock_all(const int *dirfds, size_t n, const char **what)
 {
 	struct ll_ruleset_attr a = { .handled_access_fs = LL_FS_ABI1 };
-	struct ll_path_beneath r = { LL_FS_REMOVE_FILE, sock_dirfd };
-	size_t size = sizeof(a.handled_access_fs);
+	size_t size = sizeof(a.handled_access_fs), i;
 	long abi;
 	int fd, rc = 0;
 
@@ -289,9 +289,13 @@ static int landlock_all(int sock_dirfd, const char **what)
 	if (fd < 0)
 		return -errno;
 	*what = "allowing the socket's removal";
-	if (sock_dirfd >= 0 &&
-	    syscall(SYS_landlock_add_rule, fd, LL_RULE_PATH_BENEATH, &r, 0))
-		rc = -errno;
+	for (i = 0; i < n && !rc; i++) {
+		struct ll_path_beneath r = { LL_FS_REMOVE_FILE, dirfds[i] };
+
+		if (dirfds[i] >= 0 && syscall(SYS_landlock_add_rule, fd,
+					      LL_RULE_PATH_BENEATH, &r, 0))
+			rc = -errno;
+	}
 	*what = "restricting ferry";
 	if (!rc && syscall(SYS_landlock_restrict_self, fd, 0))
 		rc = -errno;
@@ -317,12 +321,17 @@ void isolate_apply(struct ctx *c)
 		rc = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
 		     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) ? errno : 0;
 		isolate_layer(c, ISO_NNP, !rc, "prctl", rc);
-		rc = landlock_all(c->sock_dirfd, &what);
-		if (rc && c->sock_dirfd >= 0) {
+		int *dirfds[] = { &c->sock_dirfd, &c->ctl_dirfd };
+		int fds[] = { c->sock_dirfd, c->ctl_dirfd };
+		size_t i;
+
+		rc = landlock_all(fds, 2, &what);
+		for (i = 0; rc && i < 2; i++) {
 			/* Unwalled, the fd would reach the directory's files:
 			 * the socket stays behind at exit instead. */
-			close(c->sock_dirfd);
-			c->sock_dirfd = -1;
+			if (*dirfds[i] >= 0)
+				close(*dirfds[i]);
+			*dirfds[i] = -1;
 		}
 		isolate_layer(c, ISO_LANDLOCK, !rc, what, -rc);
 	}

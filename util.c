@@ -1,6 +1,7 @@
 /* util.c - small shared helpers (see util.h). No frame or flow knowledge. */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,8 @@
 /* seccomp(all): eventfd2 getrandom
  *   (the spare fd is an eventfd; random_bytes(): ndp.c's delays) */
 /* seccomp(setup): getpid mmap prlimit64 */
-/* seccomp(setup): newfstatat socket connect close
- *   (unix_refused(): a stale socket at start-up) */
+/* seccomp(setup): newfstatat socket connect close openat
+ *   (unix_refused(): a stale socket at start-up; unix_dir_open()) */
 
 /* str_copy() - bounded copy that always terminates dst. */
 bool str_copy(char *dst, const char *src, size_t size)
@@ -38,6 +39,14 @@ bool str_copy(char *dst, const char *src, size_t size)
 	}
 	memcpy(dst, src, n + 1);
 	return true;
+}
+
+int unix_dir_open(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+	str_copy(dir, path, sizeof(dir));
+	return open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
 /* fd_set_nonblock() - make fd non-blocking and close-on-exec. */

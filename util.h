@@ -111,6 +111,11 @@ static inline bool in6_is_unspec(const struct in6_addr *a)
 /* strlcpy-like: copy at most size-1 bytes, always terminate; returns
  * false if the source did not fit. */
 bool str_copy(char *dst, const char *src, size_t size);
+/* unix_dir_open() - the directory of the UNIX socket at path, opened
+ * O_PATH: a socket's file is removed at exit through it, once no path
+ * leads there (vm.c, ctl.c; isolate.c's Landlock allows removing a file
+ * beneath it, nothing else). -1 if it cannot be opened. Start-up only. */
+int unix_dir_open(const char *path);
 /* unix_refused() - is path a UNIX socket whose connect() is refused: one
  * nobody accepts on any more (a process that died)? Start-up only. */
 bool unix_refused(const char *path);

@@ -178,18 +178,6 @@ static int listen_socket(struct conf *f)
 	die("cannot find a free socket path /tmp/ferry_N.socket; use --socket");
 }
 
-/* socket_dir() - the directory of path, opened O_PATH: vm_stop()
- * removes the socket through it once no path leads there (isolate.c
- * lets only that: Landlock allows removing a file beneath it). -1 if it
- * cannot be opened (then vm_stop() tries the path). */
-static int socket_dir(const char *path)
-{
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-
-	str_copy(dir, path, sizeof(dir));
-	return open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
-}
-
 /* attach_client() - start serving a connected stream socket. Its send
  * buffer is made as large as allowed (net.core.wmem_max): a write that
  * the socket takes only in part stalls the link (see tap_stream.c). The
@@ -240,7 +228,7 @@ void vm_start(struct ctx *c)
 		return;
 	}
 	c->link.listen_fd = listen_socket(&c->conf);
-	c->sock_dirfd = socket_dir(c->conf.socket_path);
+	c->sock_dirfd = unix_dir_open(c->conf.socket_path);	/* vm_stop() */
 	c->link.spare_fd = spare_fd_open();
 	if (ep_add(c, c->link.listen_fd, EPOLLIN, ref))
 		die("epoll: %s", strerror(errno));

@@ -235,6 +235,33 @@ def test_ctl_bad_requests(ferry_ns, tmp_path):
     assert f.proc.poll() is None
 
 
+def test_ctl_socket_removed_at_exit(ferry_ns, tmp_path):
+    """The control socket's file goes when ferry exits, from inside the
+    sandbox (a directory fd kept from start-up, Landlock): at the end of
+    its command and on SIGTERM in namespace mode, on SIGTERM in VM
+    mode."""
+    from vmguest import FerryVM
+    f, sock = start(ferry_ns, tmp_path)
+    assert serving(sock)
+    f.stop()
+    assert not os.path.exists(sock), "left behind after SIGTERM"
+    # the command's end: it sees the socket, ferry exits with its status
+    sock2 = str(tmp_path / "ctl2.sock")
+    f2 = ferry_ns(args=["-c", sock2], cmd=["sh", "-c", f"test -S {sock2}"
+                                           " && exit 3 || exit 4"])
+    assert f2.proc.wait(timeout=20 * conftest.SLOW) == 3, f2.output()
+    assert not os.path.exists(sock2), "left behind at the command's end"
+    sock3 = str(tmp_path / "ctl3.sock")
+    v = FerryVM(tmp_path, ["-c", sock3])
+    try:
+        wait_for(lambda: os.path.exists(sock3), 10, "the control socket")
+        assert serving(sock3)
+    finally:
+        v.stop()
+    assert not os.path.exists(sock3) or conftest.VALGRIND, \
+        "left behind in VM mode"
+
+
 def test_ctl_many_clients(ferry_ns, tmp_path):
     """100 clients one after another, then 100 at once: beyond the cap
     (64) a client gets one error line; all served once others left."""
