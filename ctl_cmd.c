@@ -14,7 +14,9 @@
  * pesto (invoked through a link of that name): the command lines that
  * upstream passt's client takes and its callers pass. podman's
  * container-libs runs "pesto --add|--delete -t|-u SPEC... PATH" (specs
- * such as 0.0.0.0/8080:80, [::]/8080-8081:80-81) and reads only the exit
+ * such as 0.0.0.0/8080:80, [::]/8080-8081:80-81; newer ones with the
+ * container's address, 0.0.0.0/8080:10.88.0.2/80 and
+ * [::]/8080:fd00::2/80, PR #1004) and reads only the exit
  * status and, on failure, the output; rootlesskit runs "pesto --version"
  * first (any output, status 0) and then "pesto -A|-D --tcp-ports=SPEC
  * PATH" (IPv6 unbracketed: ::/8080:80). Without -A or -D pesto prints the

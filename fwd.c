@@ -5,10 +5,16 @@
  *
  *	none | auto | [BIND/]all | [BIND/]ITEM[,ITEM]...
  *	BIND := ADDR | ADDR%IF | %IF	(ADDR: IPv4 or IPv6, optionally [ ])
- *	ITEM := [~]FIRST[-LAST][:TFIRST[-TLAST]]
+ *	ITEM := [~]FIRST[-LAST][:[TADDR/]TFIRST[-TLAST]]
  *
  * An ITEM without '~' forwards ports FIRST..LAST to TFIRST.. (same port
  * when no ':'); a target range must have the same size as the source.
+ * TADDR, a target address (podman's "0.0.0.0/8080:10.88.0.2/80" and
+ * "[::]/8080:fd00::2/80", one per container), sends the connections to
+ * it instead of the guest's own address; it needs a BIND (the first '/'
+ * is always BIND's) of its own family, and a bare %IF/ takes that
+ * family's any-address. Its port's binds[] entry holds it (struct
+ * fwd_bind), so the dual-stack pairing below keeps one per family.
  * '~' excludes ports: from the ports listed so far (in this and earlier
  * values) and from any later "all". A value made only of exclusions means
  * "all except", when nothing was forwarded before (with "auto", excl[]
@@ -36,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flow.h"
 #include "fwd.h"
 
 #define PORT_BITS(f, p)	((f)[(p) / 64])
@@ -45,6 +52,9 @@ struct range {
 	unsigned int lo, hi;		/* source ports */
 	unsigned int tlo;		/* first target port */
 	bool excl;
+	bool has_to4, has_to6;		/* a target address (TADDR/) */
+	struct in_addr to4;
+	struct in6_addr to6;
 };
 
 /* fail() - write "what 's'" (len bytes of s) into err; returns false. */
@@ -89,13 +99,38 @@ static bool parse_span(const char *s, const char *end, unsigned int *lo,
 	return true;
 }
 
+/* parse_addr() - an IPv4 or IPv6 address, optionally in [ ], spanning
+ * exactly [s, end) into *a4 (*v6 false) or *a6 (*v6 true). */
+static bool parse_addr(const char *s, const char *end, struct in_addr *a4,
+		       struct in6_addr *a6, bool *v6)
+{
+	char addr[INET6_ADDRSTRLEN + 2];
+	size_t alen = (size_t)(end - s);
+
+	if (alen >= 2 && s[0] == '[' && end[-1] == ']') {
+		s++;
+		alen -= 2;
+	}
+	if (!alen || alen >= sizeof(addr))
+		return false;
+	memcpy(addr, s, alen);
+	addr[alen] = '\0';
+	*v6 = false;
+	if (inet_pton(AF_INET, addr, a4) == 1)
+		return true;
+	*v6 = true;
+	return inet_pton(AF_INET6, addr, a6) == 1;
+}
+
 /* parse_item() - one ITEM in [s, end) into *r. */
 static bool parse_item(const char *s, const char *end, struct range *r,
 		       char *err, size_t errlen)
 {
-	const char *item = s, *colon;
+	const char *item = s, *colon, *tslash;
 	unsigned int tlo, thi;
+	bool v6;
 
+	memset(r, 0, sizeof(*r));
 	r->excl = s < end && *s == '~';
 	if (r->excl)
 		s++;
@@ -114,6 +149,19 @@ static bool parse_item(const char *s, const char *end, struct range *r,
 	if (r->excl)
 		return fail(err, errlen, "an exclusion cannot have a target",
 			    item, (size_t)(end - item));
+	tslash = memrchr(colon + 1, '/', (size_t)(end - colon - 1));
+	if (tslash) {
+		if (!parse_addr(colon + 1, tslash, &r->to4, &r->to6, &v6))
+			return fail(err, errlen, "bad target address",
+				    colon + 1, (size_t)(tslash - colon - 1));
+		r->has_to4 = !v6;
+		r->has_to6 = v6;
+		if (tslash + 1 == end)
+			return fail(err, errlen, "no target port after the "
+				    "target address in", item,
+				    (size_t)(end - item));
+		colon = tslash;		/* the target ports follow */
+	}
 	if (!parse_span(colon + 1, end, &tlo, &thi, err, errlen))
 		return false;
 	if (thi != tlo && thi - tlo != r->hi - r->lo)
@@ -132,8 +180,8 @@ static bool parse_bind(const char *s, const char *end, struct fwd_bind *b,
 {
 	const char *pct = memchr(s, '%', (size_t)(end - s));
 	const char *aend = pct ? pct : end;
-	char addr[INET6_ADDRSTRLEN + 2];
 	size_t alen = (size_t)(aend - s);
+	bool v6;
 
 	memset(b, 0, sizeof(*b));
 	if (pct) {
@@ -144,22 +192,12 @@ static bool parse_bind(const char *s, const char *end, struct fwd_bind *b,
 				    iflen);
 		memcpy(b->ifname, pct + 1, iflen);
 	}
-	if (alen >= 2 && s[0] == '[' && aend[-1] == ']') {
-		s++;
-		alen -= 2;
-	}
-	if (!alen)
+	if (!alen || (alen == 2 && s[0] == '[' && s[1] == ']'))
 		return pct ? true : fail(err, errlen, "empty bind address", s, 0);
-	if (alen >= sizeof(addr))
+	if (!parse_addr(s, aend, &b->addr4, &b->addr6, &v6))
 		return fail(err, errlen, "bad bind address", s, alen);
-	memcpy(addr, s, alen);
-	addr[alen] = '\0';
-	if (inet_pton(AF_INET, addr, &b->addr4) == 1)
-		b->has_addr4 = true;
-	else if (inet_pton(AF_INET6, addr, &b->addr6) == 1)
-		b->has_addr6 = true;
-	else
-		return fail(err, errlen, "bad bind address", s, alen);
+	b->has_addr4 = !v6;
+	b->has_addr6 = v6;
 	return true;
 }
 
@@ -170,22 +208,31 @@ static bool bind_eq(const struct fwd_bind *a, const struct fwd_bind *b)
 	return a->has_addr4 == b->has_addr4 && a->has_addr6 == b->has_addr6 &&
 	       a->addr4.s_addr == b->addr4.s_addr &&
 	       !memcmp(&a->addr6, &b->addr6, sizeof(a->addr6)) &&
-	       !strncmp(a->ifname, b->ifname, IFNAMSIZ);
+	       !strncmp(a->ifname, b->ifname, IFNAMSIZ) &&
+	       a->has_to4 == b->has_to4 && a->has_to6 == b->has_to6 &&
+	       a->to4.s_addr == b->to4.s_addr &&
+	       !memcmp(&a->to6, &b->to6, sizeof(a->to6));
 }
 
 /* bind_pair() - a and b bound to one address each, of different
  * families, on the same interface (podman gives "0.0.0.0/8080" and
- * "[::]/8080" for one dual-stack forward): their union into *out. */
+ * "[::]/8080" for one dual-stack forward, each with its target address
+ * if any): their union into *out. */
 static bool bind_pair(const struct fwd_bind *a, const struct fwd_bind *b,
 		      struct fwd_bind *out)
 {
+	const struct fwd_bind *six;
+
 	if (a->has_addr4 == a->has_addr6 || b->has_addr4 == b->has_addr6 ||
 	    a->has_addr4 == b->has_addr4 || strncmp(a->ifname, b->ifname,
 						    IFNAMSIZ))
 		return false;
+	six = a->has_addr6 ? a : b;
 	*out = a->has_addr4 ? *a : *b;
 	out->has_addr6 = true;
-	out->addr6 = a->has_addr6 ? a->addr6 : b->addr6;
+	out->addr6 = six->addr6;
+	out->has_to6 = six->has_to6;
+	out->to6 = six->to6;
 	return true;
 }
 
@@ -327,9 +374,40 @@ static bool set_mode(struct fwd_spec *f, enum fwd_mode m, const char *kw,
 	return true;
 }
 
-/* parse_list() - comma-separated ITEMs in [s, end), bound at bind. */
+/* target_bind() - the binds[] entry for item r's target address on the
+ * value's bind prefix (given: the value had one) into *bind: its family
+ * must be the prefix address's, and a bare %IF/ gets that family's
+ * any-address (the target's family is the one listened on). */
+static bool target_bind(struct fwd_spec *f, const struct range *r,
+			bool given, uint8_t *bind, const char *item,
+			size_t ilen, char *err, size_t errlen)
+{
+	struct fwd_bind b = f->binds[*bind];
+	int i;
+
+	if (!given)
+		return fail(err, errlen, "a target address needs a bind address"
+			    " before the ports (0.0.0.0/ or [::]/ for any) in",
+			    item, ilen);
+	if ((r->has_to4 && b.has_addr6) || (r->has_to6 && b.has_addr4))
+		return fail(err, errlen, "the target address is of another "
+			    "family than the bind address in", item, ilen);
+	b.has_addr4 = r->has_to4;
+	b.has_addr6 = r->has_to6;
+	b.has_to4 = r->has_to4;
+	b.has_to6 = r->has_to6;
+	b.to4 = r->to4;
+	b.to6 = r->to6;
+	if ((i = bind_index(f, &b, err, errlen)) < 0)
+		return false;
+	*bind = (uint8_t)i;
+	return true;
+}
+
+/* parse_list() - comma-separated ITEMs in [s, end), bound at bind (given:
+ * the value had a bind prefix). */
 static bool parse_list(struct fwd_spec *f, const char *s, const char *end,
-		       uint8_t bind, char *err, size_t errlen)
+		       uint8_t bind, bool given, char *err, size_t errlen)
 {
 	bool any_fwd = false, had_ports = has_ports(f) || f->mode == FWD_ALL;
 	struct range r;
@@ -338,8 +416,13 @@ static bool parse_list(struct fwd_spec *f, const char *s, const char *end,
 	while (s <= end) {
 		const char *comma = memchr(s, ',', (size_t)(end - s));
 		const char *iend = comma ? comma : end;
+		uint8_t b = bind;
 
 		if (!parse_item(s, iend, &r, err, errlen))
+			return false;
+		if ((r.has_to4 || r.has_to6) &&
+		    !target_bind(f, &r, given, &b, s, (size_t)(iend - s), err,
+				 errlen))
 			return false;
 		if (r.excl) {
 			for (p = r.lo; p <= r.hi; p++)
@@ -347,7 +430,7 @@ static bool parse_list(struct fwd_spec *f, const char *s, const char *end,
 		} else {
 			if (f->mode == FWD_NONE)
 				f->mode = FWD_SPEC;
-			if (!add_range(f, &r, bind, err, errlen))
+			if (!add_range(f, &r, b, err, errlen))
 				return false;
 			any_fwd = true;
 		}
@@ -393,6 +476,28 @@ static bool docker_form(const char *arg, char *err, size_t errlen)
 	return true;
 }
 
+/* target_hint() - the text before a value's first '/' ([arg, slash)),
+ * no bind address, is PORTS:ADDR: a target address without a bind
+ * prefix ("8080:10.0.0.2/80"). Then err says that instead. */
+static void target_hint(const char *arg, const char *slash, char *err,
+			size_t errlen)
+{
+	const char *colon = memchr(arg, ':', (size_t)(slash - arg)), *p;
+	struct in6_addr a6;
+	struct in_addr a4;
+	bool v6;
+
+	if (!colon || colon == arg)
+		return;
+	for (p = arg; p < colon; p++)
+		if ((*p < '0' || *p > '9') && *p != '-')
+			return;
+	if (parse_addr(colon + 1, slash, &a4, &a6, &v6))
+		fail(err, errlen, "a target address needs a bind address "
+		     "before the ports (0.0.0.0/ or [::]/ for any) in", arg,
+		     strlen(arg));
+}
+
 bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 		    char *err, size_t errlen)
 {
@@ -414,8 +519,10 @@ bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 		return set_mode(f, FWD_AUTO, arg, err, errlen);
 	}
 	if (slash) {
-		if (!parse_bind(arg, slash, &b, err, errlen))
+		if (!parse_bind(arg, slash, &b, err, errlen)) {
+			target_hint(arg, slash, err, errlen);
 			return false;
+		}
 		if ((bind = bind_index(f, &b, err, errlen)) < 0)
 			return false;
 	}
@@ -428,7 +535,7 @@ bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
 			return false;
 		set_all(f, (uint8_t)bind);
 	} else if (!parse_list(f, ports, ports + strlen(ports), (uint8_t)bind,
-			       err, errlen)) {
+			       slash != NULL, err, errlen)) {
 		return false;
 	}
 	apply_excl(f);
@@ -449,6 +556,21 @@ bool fwd_bind_addr(const struct fwd_spec *f, uint16_t port, bool v6, bool lo,
 	else
 		a4->s_addr = !any ? b->addr4.s_addr
 				  : htonl(lo ? INADDR_LOOPBACK : INADDR_ANY);
+	return true;
+}
+
+bool fwd_target_inany(const struct fwd_spec *f, uint16_t port, bool v6,
+		      union inany *a)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (!fwd_target_addr(f, port, v6, &a4, &a6))
+		return false;
+	if (v6)
+		inany_from6(a, &a6);
+	else
+		inany_from4(a, a4);
 	return true;
 }
 
@@ -554,22 +676,30 @@ bool fwd_spec_merge(struct fwd_spec *dst, const struct fwd_spec *src,
 }
 
 /* bind_less() - dst's bind to both families less src's one address
- * (half of a dual-stack forward deleted) into *out. */
+ * and its target address, which must be dst's (half of a dual-stack
+ * forward deleted) into *out. */
 static bool bind_less(const struct fwd_bind *dst, const struct fwd_bind *src,
 		      struct fwd_bind *out)
 {
+	bool four = src->has_addr4;
+
 	if (!dst->has_addr4 || !dst->has_addr6 ||
 	    src->has_addr4 == src->has_addr6 ||
 	    strncmp(dst->ifname, src->ifname, IFNAMSIZ) ||
-	    (src->has_addr4 ? src->addr4.s_addr != dst->addr4.s_addr
-			    : memcmp(&src->addr6, &dst->addr6,
-				     sizeof(dst->addr6))))
+	    (four ? src->addr4.s_addr != dst->addr4.s_addr
+		  : memcmp(&src->addr6, &dst->addr6, sizeof(dst->addr6))) ||
+	    (four ? src->has_to4 && src->to4.s_addr != dst->to4.s_addr
+		  : src->has_to6 && memcmp(&src->to6, &dst->to6,
+					   sizeof(dst->to6))))
 		return false;
 	*out = *dst;
-	if (src->has_addr4)
-		out->has_addr4 = false;
-	else
-		out->has_addr6 = false;
+	if (four) {
+		out->has_addr4 = out->has_to4 = false;
+		out->to4.s_addr = 0;
+	} else {
+		out->has_addr6 = out->has_to6 = false;
+		memset(&out->to6, 0, sizeof(out->to6));
+	}
 	return true;
 }
 
@@ -649,11 +779,24 @@ static unsigned int run_end(const struct fwd_spec *f, unsigned int lo)
 	return hi;
 }
 
+/* to_str() - "ADDR/" of b's target address of family v6 into buf, ""
+ * when it has none (IPv6 unbracketed, as podman writes it). */
+static void to_str(const struct fwd_bind *b, bool v6, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "";
+
+	if (v6 ? b->has_to6 : b->has_to4)
+		inet_ntop(v6 ? AF_INET6 : AF_INET, v6 ? (const void *)&b->to6
+						      : (const void *)&b->to4,
+			  a, sizeof(a));
+	snprintf(buf, len, "%s%s", a, a[0] ? "/" : "");
+}
+
 unsigned int fwd_spec_items(const struct fwd_spec *f,
 			    void (*cb)(void *arg, const char *item), void *arg)
 {
-	char item[INET6_ADDRSTRLEN + IFNAMSIZ + 40], b[INET6_ADDRSTRLEN +
-							IFNAMSIZ + 4];
+	char item[2 * INET6_ADDRSTRLEN + IFNAMSIZ + 40],
+	     b[INET6_ADDRSTRLEN + IFNAMSIZ + 4], to[INET6_ADDRSTRLEN + 2];
 	unsigned int p, hi, n = 0;
 	int k;
 
@@ -676,16 +819,17 @@ unsigned int fwd_spec_items(const struct fwd_spec *f,
 			if (v6 && !(fb->has_addr4 && fb->has_addr6))
 				break;
 			bind_str(fb, v6 || !fb->has_addr4, b, sizeof(b));
+			to_str(fb, v6 || !fb->has_addr4, to, sizeof(to));
 			k = snprintf(item, sizeof(item), "%s%u", b, p);
 			if (hi > p)
 				k += snprintf(item + k, sizeof(item) - (size_t)k,
 					      "-%u", hi);
-			if (hi > p && f->delta[p])
+			if (hi > p && (f->delta[p] || to[0]))
 				snprintf(item + k, sizeof(item) - (size_t)k,
-					 ":%u-%u", t, t + (hi - p));
-			else if (f->delta[p])
+					 ":%s%u-%u", to, t, t + (hi - p));
+			else if (f->delta[p] || to[0])
 				snprintf(item + k, sizeof(item) - (size_t)k,
-					 ":%u", t);
+					 ":%s%u", to, t);
 			cb(arg, item);
 			n++;
 		}

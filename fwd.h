@@ -19,12 +19,20 @@ enum fwd_mode { FWD_NONE = 0, FWD_SPEC, FWD_ALL, FWD_AUTO };
 #define FWD_BIND_MAX		16	/* distinct ADDR%IF/ prefixes per spec */
 
 /* Where the host side of a forwarded port listens: an address (either
- * family) and/or an interface. All fields clear: any address. */
+ * family) and/or an interface. All fields clear: any address. And where
+ * its connections go, per family, when the spec names a target address
+ * (PORT:ADDR/TPORT, podman's per-container form): to instead of the
+ * guest's own address (-t/-u), of the loopback (-T/-U). A target comes
+ * with a bind address of its family (the parser makes a bare %IF/ one
+ * 0.0.0.0 or ::), so a family without a target has no listener. */
 struct fwd_bind {
 	bool has_addr4, has_addr6;
 	struct in_addr addr4;
 	struct in6_addr addr6;
 	char ifname[IFNAMSIZ];
+	bool has_to4, has_to6;
+	struct in_addr to4;
+	struct in6_addr to6;
 };
 
 struct fwd_spec {
@@ -49,7 +57,8 @@ struct fwd_spec {
 };
 
 /* fwd_spec_parse() - parse one option value ("none", "all", "auto",
- * "22,80-90:8080-8090,~85", "198.51.100.1/22", "%lo/22", ...) into *f,
+ * "22,80-90:8080-8090,~85", "198.51.100.1/22", "%lo/22",
+ * "0.0.0.0/8080:10.88.0.2/80", "[::]/8080:fd00::2/80", ...) into *f,
  * merging with earlier values of the same option. On error, writes a
  * message naming the bad part into err (errlen bytes) and returns false. */
 bool fwd_spec_parse(struct fwd_spec *f, const char *arg, bool allow_auto,
@@ -93,6 +102,30 @@ static inline uint16_t fwd_target(const struct fwd_spec *f, uint16_t port)
 {
 	return (uint16_t)(port + f->delta[port]);
 }
+
+/* fwd_target_addr() - the target address a forwarded port's connections
+ * of family v6 go to, if its spec names one (PORT:ADDR/TPORT): true, and
+ * *a4 or *a6 set; false: the default (the guest's address, the
+ * loopback). */
+static inline bool fwd_target_addr(const struct fwd_spec *f, uint16_t port,
+				   bool v6, struct in_addr *a4,
+				   struct in6_addr *a6)
+{
+	const struct fwd_bind *b = fwd_port_bind(f, port);
+
+	if (v6 ? !b->has_to6 : !b->has_to4)
+		return false;
+	if (v6)
+		*a6 = b->to6;
+	else
+		*a4 = b->to4;
+	return true;
+}
+
+union inany;
+/* fwd_target_inany() - fwd_target_addr() as a flow address (flow.h). */
+bool fwd_target_inany(const struct fwd_spec *f, uint16_t port, bool v6,
+		      union inany *a);
 
 /* fwd_bind_addr() - where the listener of a forwarded port binds in
  * family v6: the port's BIND address, else any address (lo: the

@@ -524,17 +524,21 @@ void tcp_fwd_init(struct ctx *c)
 /* --- Connections through the guest link ------------------------------- */
 
 /* fwd_to_guest() - a -t connection from peer:pport through the guest
- * link to the guest's port: a FLOW_TCP flow sending the guest a SYN;
+ * link to the guest's port, at its address or at to (the spec's target
+ * address; NULL: none): a FLOW_TCP flow sending the guest a SYN;
  * peek_off: the socket's peek offset is 0 already (from the listener). */
 static void fwd_to_guest(struct ctx *c, int s, const union inany *peer,
-			 uint16_t pport, uint16_t port, bool peek_off)
+			 uint16_t pport, uint16_t port,
+			 const union inany *to, bool peek_off)
 {
 	union inany seen = nat_inbound_fwd(c, peer, pport), ga;
 	struct tcp_conn *conn;
 	struct flow_key k;
 	struct flow *fl;
 
-	if (!c->link.up || !nat_guest_addr(c, &seen, &ga) ||
+	if (to)
+		ga = *to;
+	if (!c->link.up || (!to && !nat_guest_addr(c, &seen, &ga)) ||
 	    inany_is4(&seen) != inany_is4(&ga)) {
 		tcp_fwd_abort(c, s);
 		return;
@@ -620,6 +624,8 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 	enum tcp_fwd_dir dir = (ref.side >> 1) & 1 ? TCP_FWD_OUT : TCP_FWD_IN;
 	bool v6 = ref.side & 1;
 	uint16_t port = fwd_target(spec_of(c, dir), ref.aux);
+	union inany taddr;
+	bool to = fwd_target_inany(spec_of(c, dir), ref.aux, v6, &taddr);
 	int i;
 
 	(void)events;
@@ -652,9 +658,11 @@ void tcp_fwd_listen_handler(struct ctx *c, uint64_t ref64, uint32_t events)
 		inany_from_sa(&sa, &peer, &pport);
 		if (dir == TCP_FWD_OUT ||
 		    (c->conf.mode == MODE_NS && inany_is_loopback(&peer)))
-			tcp_splice_start(c, s, v6, port, dir);
+			tcp_splice_start(c, s, v6, port, to ? &taddr : NULL,
+					 dir);
 		else
 			fwd_to_guest(c, s, &peer, pport, port,
+				     to ? &taddr : NULL,
 				     ref.side & LISTEN_PEEK_OFF);
 	}
 }

@@ -106,9 +106,11 @@ bool tcp_fwd_syn_timeout(struct ctx *c, struct flow *fl);
 /* tcp_splice.c */
 /* tcp_splice_start() - splice accepted socket s (loopback peer) to a new
  * connection towards the other side's loopback at port: the namespace's
- * for TCP_FWD_IN, the host's for TCP_FWD_OUT. Takes ownership of s. */
+ * for TCP_FWD_IN, the host's for TCP_FWD_OUT; or towards to there, the
+ * spec's target address (NULL: none). Takes ownership of s. */
+union inany;
 void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
-		      enum tcp_fwd_dir dir);
+		      const union inany *to, enum tcp_fwd_dir dir);
 /* tcp_splice_handler() - EREF_TCP_SPLICE: move data, propagate EOF and
  * resets. */
 void tcp_splice_handler(struct ctx *c, uint64_t ref, uint32_t events);

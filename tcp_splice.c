@@ -299,14 +299,16 @@ static int spl_pipes(struct tcp_splice *sp)
 /* spl_connect() - the socket towards the target port on the other side
  * (see the top), connecting. Returns the fd or -errno. */
 static int spl_connect(struct ctx *c, bool v6, uint16_t port,
-		       enum tcp_fwd_dir dir)
+		       const union inany *to, enum tcp_fwd_dir dir)
 {
 	union inany dst;
 	sockaddr_inany sa;
 	socklen_t sl;
 	int s, e;
 
-	if (dir == TCP_FWD_IN) {
+	if (to) {
+		dst = *to;		/* the spec's target address */
+	} else if (dir == TCP_FWD_IN) {
 		if (!nat_splice_dst(c, v6, &dst))
 			return -EADDRNOTAVAIL;
 	} else if (v6) {
@@ -332,7 +334,7 @@ static int spl_connect(struct ctx *c, bool v6, uint16_t port,
 }
 
 void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
-		      enum tcp_fwd_dir dir)
+		      const union inany *to, enum tcp_fwd_dir dir)
 {
 	union eref ref = { .type = EREF_TCP_SPLICE };
 	struct tcp_splice *sp;
@@ -352,7 +354,7 @@ void tcp_splice_start(struct ctx *c, int s, bool v6, uint16_t port,
 	sp->last_ms = tcp_now_ms(c);
 	/* s has TCP_NODELAY and SO_KEEPALIVE from its listener. */
 	ref.idx = flow_idx(&c->flows, fl);
-	if (spl_pipes(sp) || (t = spl_connect(c, v6, port, dir)) < 0) {
+	if (spl_pipes(sp) || (t = spl_connect(c, v6, port, to, dir)) < 0) {
 		spl_free(c, fl, true);
 		c->tcp_fwd.st.refused++;
 		return;

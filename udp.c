@@ -511,8 +511,6 @@ enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 		return DROP_SERVICE_DISABLED;
 	if (!p->udp.sport || !p->udp.dport)
 		return DROP_L4_PORT_ZERO;
-	if (!src_owned(c, p))
-		return p->is_v6 ? DROP_IP6_SRC : DROP_IP4_SRC;
 	if (p->is_v6) {
 		inany_from6(&src, &p->src6);
 		inany_from6(&dst, &p->dst6);
@@ -524,6 +522,10 @@ enum drop_reason udp_input(struct ctx *c, const struct pkt *p)
 	fl = flow_lookup(&c->flows, FLOW_SIDE_GUEST, &k);
 	if (fl && fl->f.type != FLOW_UDP)
 		return DROP_NO_FLOW;
+	/* A flow's own guest address is the guest's (a -u forward's target
+	 * address, fwd.h, is one); a new flow needs a source it owns. */
+	if (!fl && !src_owned(c, p))
+		return p->is_v6 ? DROP_IP6_SRC : DROP_IP4_SRC;
 	if (!fl) {
 		enum drop_reason r = udp_flow_out(c, p, &k, &fl);
 

@@ -107,7 +107,9 @@ static bool in_guest_key(const struct ctx *c, uint16_t port,
 {
 	union inany gaddr, seen = nat_inbound_fwd(c, peer, pport);
 
-	if (!nat_guest_addr(c, &seen, &gaddr))
+	if (!fwd_target_inany(&c->conf.udp_in, port, !inany_is4(&seen),
+			      &gaddr) &&	/* the spec's target address */
+	    !nat_guest_addr(c, &seen, &gaddr))
 		return false;
 	flow_key_make(gk, IPPROTO_UDP, &gaddr,
 		      fwd_target(&c->conf.udp_in, port), &seen, pport);
@@ -253,7 +255,9 @@ static struct flow *splice_flow_new(struct ctx *c, unsigned int dir, int lfd,
 	socklen_t sl;
 	int fd;
 
-	if (!splice_dst(c, dir, v6, &dst) ||
+	/* hk->pb is the listener's port: a target address of its spec */
+	if ((!fwd_target_inany(dir_spec(c, dir), hk->pb, v6, &dst) &&
+	     !splice_dst(c, dir, v6, &dst)) ||
 	    !(fl = udp_flow_alloc(c, dir == UDP_FWD_IN)))
 		return NULL;
 	u = UDP_FLOW(fl);

@@ -17,7 +17,9 @@ test_pesto_callers uses):
     "pesto --add -t 0.0.0.0/8080:80 -t [::]/8080:80 -u ... SOCKET" and
     "pesto --delete ... SOCKET" (ranges 8080-8081:80-81); an add of a
     forward already there must succeed ("idempotent"); exit status read,
-    the combined output logged.
+    the combined output logged. Since PR #1004 each forward names the
+    container's address: "-t 0.0.0.0/8080:10.0.0.2/80 -t
+    [::]/8080:fd00::2/80" (test_pesto_target_address).
 """
 import json
 import os
@@ -31,7 +33,8 @@ import pytest
 
 import conftest
 from conftest import FERRY, hold_port, run, wait_for
-from fwd_util import (MiB, guest_listening, guest_server, host_listening,
+from fwd_util import (MiB, guest_argv, guest_listening, guest_server,
+                      host_listening,
                       refused_or_reset, to_guest, to_host, wait_guest_port,
                       wait_host_port)
 
@@ -360,6 +363,82 @@ def test_pesto_callers(ferry_ns, tmp_path):
     r = run([pesto, "--add", "-t", "40256", str(tmp_path / "nosock")],
             check=False)
     assert r.returncode == 1 and "cannot connect" in r.stderr, r
+
+
+TARGET4, TARGET6 = "203.0.113.7", "2001:db8:7::7"
+
+
+def test_pesto_target_address(ferry_ns, tmp_path):
+    """Newer podman (container-libs PR #1004, pesto_linux.go
+    portMappingsToPestoArgs()) names the container's address per
+    forward: "pesto --add -t 0.0.0.0/8080:10.0.0.2/80 -t
+    [::]/8080:fd00::2/80 SOCKET" (host addresses bracketed, container
+    ones never; ranges "0.0.0.0/8000-8004:10.0.0.2/80-84"). A server
+    bound only to that guest address is reached through it, TCP and UDP,
+    both families (and -T to a host address); a plain forward to the
+    same port is not; bad forms
+    fail with one line naming the option."""
+    pesto = str(tmp_path / "pesto")
+    os.symlink(FERRY, pesto)
+    f, sock = start(ferry_ns, tmp_path)
+    f.guest(["ip", "addr", "add", TARGET4 + "/32", "dev", "lo"])
+    f.guest(["ip", "-6", "addr", "add", TARGET6 + "/128", "dev", "lo"])
+    args = ["-t", f"0.0.0.0/40301:{TARGET4}/40300",
+            "-t", f"[::]/40301:{TARGET6}/40300",
+            "-t", f"0.0.0.0/40305-40306:{TARGET4}/40305-40306",
+            "-u", f"0.0.0.0/40301:{TARGET4}/40300"]
+    run([pesto, "--add"] + args + [sock])
+    run([pesto, "--add"] + args + [sock])            # idempotent
+    shown = run([pesto, sock]).stdout
+    for item in (f"0.0.0.0/40301:{TARGET4}/40300",
+                 f"::/40301:{TARGET6}/40300",
+                 f"0.0.0.0/40305-40306:{TARGET4}/40305-40306"):
+        assert item in shown, shown
+    to_guest(f, ADDRS["v4"], 40301, 40300, "up", MiB, guest_addr=TARGET4)
+    to_guest(f, ADDRS["v6"], 40301, 40300, "down", MiB, guest_addr=TARGET6)
+    to_guest(f, ADDRS["v4"], 40306, 40306, "up", MiB, guest_addr=TARGET4)
+    # UDP: the reply comes from the target address (udp.c takes it on
+    # the flow the forward made)
+    code = ("import socket\n"
+            "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+            f"s.bind(({TARGET4!r},40300))\n"
+            "print('ready',flush=True)\n"
+            "d,a=s.recvfrom(100); s.sendto(d[::-1],a)\n")
+    srv = subprocess.Popen(guest_argv(f, ["python3", "-c", code]),
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline().strip() == "ready"
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.settimeout(10 * conftest.SLOW)
+            u.sendto(b"ping", (ADDRS["v4"], 40301))
+            assert u.recvfrom(100)[0] == b"gnip"
+    finally:
+        srv.kill()
+        srv.wait()
+    # -T: to a host address instead of the host's loopback
+    ctl(sock, "add", "-T", f"127.0.0.1/40310:{ADDRS['v4']}/40311")
+    to_host(f, "127.0.0.1", 40310, 40311, "up", MiB, host_addr=ADDRS["v4"])
+    # a forward without the target address goes to the guest's own one
+    ctl(sock, "add", "-t", "40302:40300")
+    srv = guest_server(f, TARGET4, 40300, "recv")
+    try:
+        assert refused_or_reset(ADDRS["v4"], 40302)
+    finally:
+        srv.kill()
+    run([pesto, "--delete"] + args + [sock])
+    assert not {40301, 40305, 40306} & host_listening()
+    # bad forms: exit 1, one line naming the option
+    for bad, part in ((f"40303:{TARGET4}/40300", "needs a bind address"),
+                      (f"0.0.0.0/40303:{TARGET6}/40300", "another family"),
+                      ("0.0.0.0/40303:203.0.113.300/40300",
+                       "bad target address")):
+        r = run([pesto, "--add", "-t", bad, sock], check=False)
+        assert r.returncode == 1 and "-t" in r.stderr and part in r.stderr, r
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        r = run([FERRY, "ns", "-t", bad, "--", "true"], check=False)
+        assert r.returncode != 0 and "-t" in r.stderr and part in r.stderr, r
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert serving(sock)
 
 
 def test_ctl_flows_iperf3(ferry_ns, tmp_path):

@@ -343,3 +343,84 @@ TEST(fwd_runtime_dual_stack)
 	free(v6);
 	free(v4);
 }
+
+/* podman's per-container form (container-libs pesto_linux.go,
+ * portMappingsToPestoArgs()): "-t 0.0.0.0/8080:10.0.0.2/80 -t
+ * [::]/8080:fd00::2/80", ranges "0.0.0.0/8000-8004:10.0.0.2/80-84". */
+TEST(fwd_target_address)
+{
+	struct fwd_spec *both = spec_of("0.0.0.0/8080:198.51.100.7/80",
+					"[::]/8080:2001:db8::7/80");
+	struct fwd_spec *v4 = spec_of("0.0.0.0/8080:198.51.100.7/80", NULL);
+	struct fwd_spec *v6 = spec_of("[::]/8080:2001:db8::7/80", NULL);
+	struct fwd_spec *live = spec_of("0.0.0.0/8080:198.51.100.7/80", NULL);
+	struct fwd_spec *rng = spec_of("127.0.0.1/8000-8004:198.51.100.7/80-84",
+				       NULL);
+	struct fwd_spec *back;
+	uint64_t ch[FWD_BITMAP_WORDS];
+	struct in6_addr a6;
+	struct in_addr a4;
+	char s6[INET6_ADDRSTRLEN];
+
+	CHECK(both && v4 && v6 && live && rng);
+	CHECK(fwd_port_set(v4, 8080) && fwd_target(v4, 8080) == 80);
+	CHECK(fwd_target_addr(v4, 8080, false, &a4, &a6));
+	CHECK(a4.s_addr == inet_addr("198.51.100.7"));
+	CHECK(!fwd_target_addr(v4, 8080, true, &a4, &a6));
+	CHECK(fwd_target_addr(both, 8080, true, &a4, &a6));
+	inet_ntop(AF_INET6, &a6, s6, sizeof(s6));
+	CHECK(!strcmp(s6, "2001:db8::7"));
+	CHECK(fwd_target_addr(both, 8080, false, &a4, &a6));
+	CHECK_EQ(list(both), 2);
+	CHECK(!strcmp(items[0], "0.0.0.0/8080:198.51.100.7/80") &&
+	      !strcmp(items[1], "::/8080:2001:db8::7/80"));
+	back = spec_of(items[0], items[1]);	/* the listing parses back */
+	CHECK(back && fwd_target_addr(back, 8080, true, &a4, &a6));
+	CHECK_EQ(fwd_target(rng, 8004), 84);
+	CHECK(fwd_target_addr(rng, 8004, false, &a4, &a6));
+	CHECK_EQ(list(rng), 1);
+	CHECK(!strcmp(items[0], "127.0.0.1/8000-8004:198.51.100.7/80-84"));
+	/* at run time: the other family joins, then each half goes */
+	CHECK(fwd_spec_merge(live, v6, ch, err, sizeof(err)));
+	CHECK(fwd_target_addr(live, 8080, true, &a4, &a6) &&
+	      fwd_target_addr(live, 8080, false, &a4, &a6));
+	CHECK(fwd_spec_merge(live, both, ch, err, sizeof(err)));  /* again */
+	CHECK(fwd_spec_remove(live, v4, ch, err, sizeof(err)));
+	CHECK(fwd_port_set(live, 8080));
+	CHECK(!fwd_target_addr(live, 8080, false, &a4, &a6) &&
+	      fwd_target_addr(live, 8080, true, &a4, &a6));
+	CHECK(fwd_spec_remove(live, v6, ch, err, sizeof(err)));
+	CHECK(!fwd_port_set(live, 8080));
+	free(both);
+	free(v4);
+	free(v6);
+	free(live);
+	free(rng);
+	free(back);
+}
+
+TEST(fwd_target_address_bad)
+{
+	static const struct { const char *in, *part; } bad[] = {
+		{ "8080:198.51.100.7/80", "needs a bind address" },
+		{ "0.0.0.0/8080:2001:db8::7/80", "another family" },
+		{ "[::]/8080:198.51.100.7/80", "another family" },
+		{ "0.0.0.0/8080:198.51.100.300/80",
+		  "bad target address '198.51.100.300'" },
+		{ "0.0.0.0/8080:198.51.100.7/", "no target port after the" },
+		{ "0.0.0.0/8080:/80", "bad target address ''" },
+		{ "0.0.0.0/~8080:198.51.100.7/80", "exclusion cannot have" },
+		{ "0.0.0.0/8080-8081:198.51.100.7/80-82", "differ in size" },
+	};
+	struct fwd_spec *f;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(refused_saying(bad[i].in, bad[i].part));
+	/* one port, one family: a second target is a conflict */
+	f = spec();
+	CHECK(parse(f, "0.0.0.0/8080:198.51.100.7/80"));
+	CHECK(!parse(f, "0.0.0.0/8080:198.51.100.8/80"));
+	CHECK(strstr(err, "port 8080 given twice"));
+	free(f);
+}

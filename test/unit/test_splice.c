@@ -89,7 +89,7 @@ TEST(tcp_splice_idle_reset)
 	CHECK(cli >= 0);
 	acc = accept4(front, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	CHECK(acc >= 0);
-	tcp_splice_start(c, acc, false, bport, TCP_FWD_OUT);
+	tcp_splice_start(c, acc, false, bport, NULL, TCP_FWD_OUT);
 	CHECK_EQ(c->flows.count[FLOW_TCP_SPLICE], 1);
 	pump(c, -1, 50);
 	srv = accept(back, NULL, NULL);
