@@ -291,10 +291,20 @@ def test_ctl_many_clients(ferry_ns, tmp_path):
     finally:
         for s in conns:
             s.close()
+    # ferry learns of the 100 closes on its next loop turns: until then a
+    # new client may still be over the cap; it is served once they are seen
+    early = []                  # polls refused before ferry saw them go
+
+    def served():
+        r = request(sock, {"op": "version", "id": 7})
+        if r.get("error") == "too many clients":
+            early.append(r)
+        return r.get("ok")
+    wait_for(served, 10, "a client served once the 100 left")
     assert serving(sock)
     st = request(sock, {"op": "stats"})
     line = [l for l in st["lines"] if l.startswith("control")]
-    assert line and " refused 36" in line[0], st["lines"]
+    assert line and f" refused {36 + len(early)}" in line[0], st["lines"]
 
 
 def test_ctl_client_never_reads(ferry_ns, tmp_path):
