@@ -16,7 +16,9 @@
 enum fwd_mode { FWD_NONE = 0, FWD_SPEC, FWD_ALL, FWD_AUTO };
 
 #define FWD_BITMAP_WORDS	(65536 / 64)
-#define FWD_BIND_MAX		16	/* distinct ADDR%IF/ prefixes per spec */
+#define FWD_BIND_MAX		255	/* distinct ADDR%IF/ prefixes per spec:
+				 * podman gives each published container
+				 * its own; bind[] is a uint8_t index */
 
 /* Where the host side of a forwarded port listens: an address (either
  * family) and/or an interface. All fields clear: any address. And where
