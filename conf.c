@@ -19,8 +19,7 @@
  * the log options (level, log file) once parsing succeeded.
  *
  * Accepted but without effect in ferry (harmless for callers that pass
- * them): -e/--stderr (passt also ignores it), --repair-path,
- * --migrate-exit, --migrate-no-linger (live migration, not implemented).
+ * them): -e/--stderr (passt also ignores it).
  * --runas is parsed here; whether and when ferry changes to that user
  * (or to nobody) is priv.c's.
  * Options of pasta/passt whose effect ferry lacks are refused by name
@@ -325,6 +324,22 @@ static bool h_control(struct conf *c, struct pstate *ps, const struct opt *o,
 	if (!*arg)
 		return bad(ps, "empty path");
 	return copy_str(ps, c->control_path, sizeof(c->control_path), arg,
+			"UNIX socket path");
+}
+
+/* h_repair_path() - --repair-path PATH (repair.c); "none": no helper. */
+static bool h_repair_path(struct conf *c, struct pstate *ps,
+			  const struct opt *o, const char *arg)
+{
+	(void)o;
+	c->repair_path_set = true;
+	if (!strcmp(arg, "none")) {
+		c->repair_path[0] = '\0';
+		return true;
+	}
+	if (!*arg)
+		return bad(ps, "empty path");
+	return copy_str(ps, c->repair_path, sizeof(c->repair_path), arg,
 			"UNIX socket path");
 }
 
@@ -765,12 +780,14 @@ static const struct opt opts[] = {
 	     "speak vhost-user on the socket"),
 	{ "print-capabilities", 0, NULL, M_VM, h_print, CONF_PRINT_CAPS, 0, 0,
 	  "print vhost-user capabilities (JSON), exit" },
-	{ "repair-path", 0, "PATH", M_VM, h_ignore, 0, 0, 0,
-	  "accepted, no effect (no live migration yet)" },
-	{ "migrate-exit", 0, NULL, M_VM, h_ignore, 0, 0, 0,
-	  "accepted, no effect (no live migration yet)" },
-	{ "migrate-no-linger", 0, NULL, M_VM, h_ignore, 0, 0, 0,
-	  "accepted, no effect (no live migration yet)" },
+	{ "repair-path", 0, "PATH", M_VM, h_repair_path, 0, 0, 0,
+	  "socket for the TCP_REPAIR helper (ferry repair, passt-repair); "
+	  "default: the -s path with .repair appended; none: no helper" },
+	FLAG("migrate-exit", M_VM, migrate_exit,
+	     "the source exits once a live migration completed"),
+	FLAG("migrate-no-linger", M_VM, migrate_no_linger,
+	     "the source closes migrated sockets at once (default: keep "
+	     "them, in repair mode, until qemu leaves)"),
 	{ "mtu", 'm', "MTU", M_ALL, h_mtu, 0, 0, 0,
 	  "guest MTU, 68-65520 (default 65520); 0: advertise none" },
 	{ "address", 'a', "ADDR[/LEN]", M_ALL, h_address, 0, 0, F_NO_LOOPBACK,

@@ -168,6 +168,11 @@ struct conf {
 					 * -1: none */
 	bool one_off;			/* -1 */
 	bool vhost_user;		/* --vhost-user */
+	char repair_path[108];		/* --repair-path (repair.c), "": none */
+	bool repair_path_set;		/* ... given (else socket + .repair) */
+	bool migrate_exit;		/* --migrate-exit: quit once migrated */
+	bool migrate_no_linger;		/* --migrate-no-linger: close the
+					 * migrated sockets at once */
 
 	/* More command-line state (conf.c) */
 	enum conf_print print;		/* --help/--version/... seen */

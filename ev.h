@@ -31,6 +31,8 @@ enum eref_type {
 	EREF_EXIT_FD,		/* --exit-fd (notify.c) */
 	EREF_CTL_LISTEN,	/* -c: the control socket (ctl.c) */
 	EREF_CTL,		/* -c: a control client (idx: its slot) */
+	EREF_REPAIR_LISTEN,	/* --repair-path: the helper's socket */
+	EREF_REPAIR,		/* --repair-path: the helper (repair.c) */
 	EREF_TYPE_MAX
 };
 

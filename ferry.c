@@ -31,6 +31,7 @@
 #include "ns.h"
 #include "pcap.h"
 #include "priv.h"
+#include "repair.h"
 #include "seccomp.h"
 #include "slirp.h"
 #include "util.h"
@@ -49,6 +50,10 @@ static int pick_mode(int argc, char **argv, enum mode *mode)
 
 	if (!strncmp(name, "pesto", 5))
 		exit(pesto_main(argc, argv));
+	if (!strcmp(name, "passt-repair"))
+		exit(repair_main(argc, argv));
+	if (argc > 1 && !strcmp(argv[1], "repair"))
+		exit(repair_main(argc - 1, argv + 1));
 	if (argc > 1 && !strcmp(argv[1], "ctl"))
 		exit(ctl_main(argc - 1, argv + 1));
 	if (slirp_named(name)) {
@@ -81,6 +86,8 @@ static int pick_mode(int argc, char **argv, enum mode *mode)
 		printf("Usage: ferry ns [OPTIONS] [PID | --netns PATH | -- CMD [ARGS]]\n"
 		       "       ferry vm [OPTIONS]\n"
 		       "       ferry ctl PATH COMMAND ...  (ferry ctl --help)\n"
+		       "       ferry repair PATH  (TCP_REPAIR helper, as "
+		       "passt-repair)\n"
 		       "Run 'ferry ns --help' or 'ferry vm --help' for the options.\n");
 		exit(0);
 	}
@@ -240,6 +247,7 @@ int main(int argc, char **argv)
 		udp_ns_init(c);
 	} else {
 		vm_start(c);
+		repair_init(c);		/* after -s: its default path */
 		isolate_user(c);
 	}
 	tcp_fwd_init(c);
@@ -251,8 +259,10 @@ int main(int argc, char **argv)
 	notify_ready(c);
 
 	loop(c);
-	if (mode == MODE_VM)
+	if (mode == MODE_VM) {
+		repair_stop(c);
 		vm_stop(c);
+	}
 	ctl_stop(c);		/* -c: the socket file goes */
 	if (c->conf.debug || c->conf.stats_s)	/* quiet by default */
 		stats_log(c);

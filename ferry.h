@@ -101,6 +101,10 @@ struct ctx {
 	struct fault_state fault;	/* --fault (fault.c) */
 #endif
 	struct udp_state udp;
+	struct mig_ctx *mig;		/* live migration (migrate.c), NULL:
+					 * not vhost-user */
+	struct repair_state *repair;	/* --repair-path (repair.c), NULL:
+					 * none */
 	struct ctl_state *ctl;		/* -c: the control socket (ctl.c),
 					 * NULL without */
 };

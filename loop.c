@@ -38,6 +38,7 @@
 #include "ndp.h"
 #include "notify.h"
 #include "ns.h"
+#include "repair.h"
 #include "seccomp.h"
 #include "util.h"
 #include "vhost_user.h"
@@ -166,6 +167,12 @@ static void dispatch(struct ctx *c, union eref ref, uint32_t events)
 		break;
 	case EREF_CTL:
 		ctl_handler(c, ref.idx, events);
+		break;
+	case EREF_REPAIR_LISTEN:
+		repair_listen_handler(c, events);
+		break;
+	case EREF_REPAIR:
+		repair_handler(c, events);
 		break;
 	default:
 		err("event for unknown reference type %u", ref.type);

@@ -7,6 +7,9 @@
 
 struct ctx;
 
+/* migrate_init() - vhost-user: what a migration needs (start-up). */
+void migrate_init(struct ctx *c);
+
 /* migrate_save() - encode what the destination needs into buf (cap
  * bytes); the state's length, or 0 if it does not fit (logged). */
 size_t migrate_save(struct ctx *c, uint8_t *buf, size_t cap);

@@ -121,7 +121,8 @@ enum tcp_event {
 	X(SOCK_ERR,	"host socket error")				\
 	X(EVICTED,	"evicted: too many half-open connections")	\
 	X(DRAIN,	"still open at the drain deadline")		\
-	X(EPOLL,	"epoll registration failed")
+	X(EPOLL,	"epoll registration failed")			\
+	X(MIGRATED,	"moved to a live migration's destination")
 
 enum tcp_end {
 #define TCP_END_ENUM(name, text) TCP_END_##name,

@@ -101,9 +101,13 @@ static const char *const vu_names[VU_REQUEST_MAX] = {
 	[VU_CHECK_DEVICE_STATE] = "CHECK_DEVICE_STATE",
 };
 
-/* The largest state: the guest, then a TCP record for every flow slot. */
+/* The largest state: the guest, then a TCP record with its socket for
+ * every flow slot, and the queues' bytes in data records. */
 #define VU_STATE_MAX	(MIG_HDR_LEN + MIG_REC_HDR + MIG_GUEST_LEN +	\
-			 (size_t)FLOW_MAX * (MIG_REC_HDR + MIG_TCP_LEN))
+			 (size_t)FLOW_MAX * (2 * MIG_REC_HDR + MIG_TCP_LEN +	\
+			 MIG_TCP_SOCK_LEN + 2 * (MIG_REC_HDR + MIG_DATA_HDR)) + \
+			 MIG_QUEUES_MAX + (MIG_QUEUES_MAX /	\
+			 MIG_DATA_MAX + 1) * (MIG_REC_HDR + MIG_DATA_HDR))
 
 const char *vu_request_name(uint32_t request)
 {
@@ -204,6 +208,8 @@ void vu_detach(struct ctx *c)
 	vu_log_unmap(&d->log);
 	close_fd(&d->xfer_fd);
 	d->state_failed = false;
+	if (d->state_ops && d->state_ops->end)
+		d->state_ops->end(c);
 	d->features = d->protocol_features = 0;
 	log_update(d);
 	d->fd = -1;
@@ -454,7 +460,12 @@ static int vu_set_device_state_fd(struct ctx *c, struct vu_msg *m)
 /* vu_check_device_state() - did the last transfer go through? */
 static int vu_check_device_state(struct ctx *c, struct vu_msg *m)
 {
-	return reply_u64(m, c->link.vu->state_failed ? 1 : 0);
+	struct vu_dev *d = c->link.vu;
+
+	if (!d->state_failed && d->xfer_dir == VU_STATE_SAVE &&
+	    d->state_ops && d->state_ops->saved)
+		d->state_ops->saved(c);
+	return reply_u64(m, d->state_failed ? 1 : 0);
 }
 
 /* vq_of() - the ring a state/addr/fd message names, or NULL. */

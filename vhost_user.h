@@ -91,10 +91,14 @@ enum vu_request {
 /* The device state of a live migration: filled on the source, applied on
  * the destination by the layer above (migrate.c, set by vm.c). save()
  * writes at most cap bytes at buf and returns their number (0: failed);
- * load() takes the len bytes received (it checks them). */
+ * load() takes the len bytes received (it checks them); saved(): the
+ * front-end found a saved state good (CHECK_DEVICE_STATE); end(): the
+ * front-end left. */
 struct vu_state_ops {
 	size_t (*save)(struct ctx *c, uint8_t *buf, size_t cap);
 	void (*load)(struct ctx *c, const uint8_t *buf, size_t len);
+	void (*saved)(struct ctx *c);
+	void (*end)(struct ctx *c);
 };
 
 /* One message: header fields, payload, the fds that came with it. */

@@ -214,6 +214,7 @@ void vm_start(struct ctx *c)
 
 	if (c->conf.vhost_user) {
 		vu_init(c);
+		migrate_init(c);
 		vu_state_ops_set(c, &migrate_vu_ops);
 	}
 	if (c->conf.fd >= 0) {

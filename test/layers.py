@@ -51,7 +51,7 @@ FLOORS = {
     "netlink": 0, "neigh": 0, "fault": 0, "busypoll": 0, "ev": 0,
     "tcp_conn": 0, "tcp_sack": 0, "tcp_ooo": 0, "ip": 0, "dns": 0,
     "wire": 0, "dheap": 0,
-    "mig_state": 0, "json": 0, "flow_log": 0,
+    "mig_state": 0, "json": 0, "flow_log": 0, "tcp_repair": 0,
     # 1: the guest link: the transmit batch and the backends
     "tap_tx": 1, "tap_dev": 1, "tap_stream": 1, "tap_vu": 1,
     "vhost_user": 1, "virtq": 1, "vu_log": 1, "tap.h": 1,
@@ -59,7 +59,7 @@ FLOORS = {
     "arp": 2, "ndp": 2, "dhcp": 2, "dhcpv6": 2, "icmp": 2, "icmp_err": 2,
     "udp": 2, "udp_int": 2, "udp_fwd": 2, "tcp": 2, "tcp_out": 2,
     "tcp_fwd": 2, "tcp_splice": 2, "tcp_tw": 2, "tcp_guard": 2, "tcp_timer": 2,
-    "tcp_in": 2, "nsexec": 1, "mcast": 2, "igmp": 2,
+    "tcp_in": 2, "nsexec": 1, "mcast": 2, "igmp": 2, "repair": 2,
     # 3: drivers: receive dispatch, the loop, the modes, start-up
     "tap.c": 3, "loop": 3, "ns": 3, "isolate": 3, "drain": 3, "vm": 3, "ferry": 3, "conf": 3,
     "hostconf": 3, "priv": 3, "seccomp": 3, "slirp": 3, "notify": 3, "migrate": 3,

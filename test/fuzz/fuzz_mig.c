@@ -6,8 +6,10 @@
  * are made right first (the byte itself dropped), so mutations reach the
  * record checks behind the checksum. A refusal must come with a reason; an accepted state hands on at
  * most one guest record, and every record it hands on has been checked
- * first (nothing is handed on when the decode fails).
+ * first (nothing is handed on when the decode fails); a socket record's
+ * data records add up to its queues' lengths, the send queue first.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,9 +44,44 @@ static void on_udp(void *o, const struct mig_udp *u)
 	records++;
 }
 
+/* A socket record's queues: its data records add up to them exactly. */
+static uint64_t q_left[2];
+static bool sock_open;
+
+static void sock_check(void)
+{
+	if (sock_open && (q_left[0] || q_left[1]))
+		abort();
+	sock_open = false;
+}
+
+static void on_sock(void *o, const struct mig_tcp_sock *k)
+{
+	(void)o;
+	sock_check();
+	if (k->notsent > k->sndq)
+		abort();
+	q_left[0] = k->sndq;
+	q_left[1] = k->rcvq;
+	sock_open = true;
+	records++;
+}
+
+static void on_data(void *o, unsigned int q, const uint8_t *p, size_t n)
+{
+	(void)o;
+	(void)p;
+	if (!sock_open || q > 1 || !n || n > MIG_DATA_MAX || n > q_left[q] ||
+	    (q == MIG_Q_RECV && q_left[MIG_Q_SEND]))
+		abort();
+	q_left[q] -= n;
+	records++;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct mig_visit v = { on_guest, on_tcp, on_udp };
+	static const struct mig_visit v = { on_guest, on_tcp, on_udp,
+					    on_sock, on_data };
 	static uint8_t buf[65536];
 	static struct ctx *c;
 	const char *why = NULL;
@@ -59,11 +96,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data = buf;
 	}
 	guests = records = 0;
+	sock_open = false;
 	if (mig_decode(data, size, &v, NULL, &why)) {
 		if (!why || !*why || records)
 			abort();
 	} else if (guests > 1 || why) {
 		abort();
+	} else {
+		sock_check();
 	}
 	migrate_load(c, data, size);
 	return 0;

@@ -484,11 +484,12 @@ def tcp_progs():
 
 
 def mig():
-    """Device states (mig_state.c's format): a good one, an empty one, and
-    broken ones (another version, cut, a record of the wrong length)."""
+    """Device states (mig_state.c's format): a good one, an empty one, one
+    with a socket and its queues, and broken ones (another version, cut, a
+    record of the wrong length)."""
     import zlib
 
-    def state(body, version=1):
+    def state(body, version=2):
         return (b"FERRYMIG" + struct.pack("!III", version, 0, len(body)) +
                 struct.pack("!I", zlib.crc32(body)) + body)
 
@@ -500,10 +501,18 @@ def mig():
         struct.pack("!HIIIII", 1460, 1000, 900, 2000, 65535, 65535)
     udp = struct.pack("!HH", 3, 36) + key
     good = state(guest + tcp + udp)
+    sock = struct.pack("!HH", 4, 88) + bytes([0, 7, 7, 9]) + \
+        struct.pack("!HH", 65483, 0) + bytes([127, 0, 0, 1]) + bytes(12) + \
+        bytes([127, 0, 0, 1]) + bytes(12) + \
+        struct.pack("!HHIIIIIIIIIII", 18311, 40000, 1000, 2000, 5, 2, 3,
+                    77, 1, 2, 3, 4, 5)
+    data = struct.pack("!HH", 5, 7) + bytes([0, 0]) + b"hello" + \
+        struct.pack("!HH", 5, 5) + bytes([1, 0]) + b"abc"
     return {
         "good": good,
+        "sock": state(guest + tcp + sock + data),
         "empty": state(b""),
-        "version2": state(guest, version=2),
+        "version1": state(guest, version=1),
         "cut": good[:-5],
         "bad_len": state(struct.pack("!HH", 1, 43) + guest[4:-1]),
     }

@@ -547,6 +547,11 @@ TEST(conf_flags_and_logging)
 	CHECK(r.c->debug);		/* --trace implies --debug */
 	CHECK(VM(&r, "--migrate-exit", "--migrate-no-linger",
 		 "--repair-path", "none"));
+	CHECK(r.c->migrate_exit && r.c->migrate_no_linger);
+	CHECK(r.c->repair_path_set && !r.c->repair_path[0]);
+	CHECK(VM(&r, "--repair-path", "/run/x.repair"));
+	CHECK(!strcmp(r.c->repair_path, "/run/x.repair"));
+	CHECK(!r.c->migrate_exit);
 	free(r.c);
 }
 

@@ -146,7 +146,7 @@ TEST(mig_state_refusals)
 	bad[0] = 'X';
 	CHECK(decode_fails(bad, len, "magic"));
 	memcpy(bad, buf, len);
-	wr32(bad + 8, 2);			/* a newer version */
+	wr32(bad + 8, MIG_VERSION + 1);		/* a newer version */
 	CHECK(decode_fails(bad, len, "version"));
 	wr32(bad + 8, 0);
 	CHECK(decode_fails(bad, len, "version"));
@@ -192,6 +192,127 @@ TEST(mig_state_refusals)
 		CHECK_EQ(k, MIG_HDR_LEN);
 		CHECK_EQ(mig_decode(bad, k, &seen_v, &s, &why), 0);
 	}
+}
+
+/* What a decode handed on of sockets and their queues. */
+struct seen_sock {
+	unsigned int socks, chunks;
+	struct mig_tcp_sock k;
+	uint8_t q[2][140000];
+	size_t qn[2];
+};
+
+static void seen_ksock(void *o, const struct mig_tcp_sock *k)
+{
+	((struct seen_sock *)o)->socks++;
+	((struct seen_sock *)o)->k = *k;
+}
+
+static void seen_kdata(void *o, unsigned int q, const uint8_t *p, size_t n)
+{
+	struct seen_sock *s = o;
+
+	s->chunks++;
+	memcpy(s->q[q] + s->qn[q], p, n);
+	s->qn[q] += n;
+}
+
+static const struct mig_visit seen_kv = { .tcp_sock = seen_ksock,
+					  .tcp_data = seen_kdata };
+
+/* sock_sample() - a TCP record, its socket with a send queue of sq bytes
+ * and a receive queue of rq (big ones take several data records). */
+static size_t sock_sample(uint8_t *buf, size_t cap, uint32_t sq, uint32_t rq,
+			  const uint8_t *bytes)
+{
+	struct mig_tcp t = { .state = TCP_CS_ESTABLISHED,
+			     .flags = MIG_TCP_F_FWD | MIG_TCP_F_SACK };
+	struct mig_tcp_sock k = {
+		.v6 = 1, .opts = MIG_SOCK_SACK | MIG_SOCK_TS | MIG_SOCK_WS,
+		.snd_ws = 7, .rcv_ws = 9, .mss = 65483,
+		.local = { [15] = 1 }, .peer = { [15] = 1 },
+		.lport = 18311, .pport = 40000,
+		.snd_seq = 0xfffffff0u, .rcv_seq = 77, .sndq = sq,
+		.notsent = sq / 2, .rcvq = rq, .ts = 123456,
+		.snd_wl1 = 1, .snd_wnd = 2, .max_window = 3, .rcv_wnd = 4,
+		.rcv_wup = 5 };
+	struct mig_enc e;
+
+	mig_enc_start(&e, buf, cap);
+	mig_put_tcp(&e, &t);
+	mig_put_tcp_sock(&e, &k);
+	mig_put_tcp_data(&e, MIG_Q_SEND, bytes, sq);
+	mig_put_tcp_data(&e, MIG_Q_RECV, bytes + sq, rq);
+	return mig_enc_finish(&e);
+}
+
+/* A socket record and its queues: every field and byte back, queues cut
+ * into records of MIG_DATA_MAX at most; out of order, short, long or
+ * misplaced data refused. */
+TEST(mig_state_socket_round_trip)
+{
+	static uint8_t bytes[200000], buf[220000], bad[220000];
+	static struct seen_sock s;
+	struct seen t = { 0 };
+	uint32_t sq = 70000, rq = 130000 - 70000 + 10;
+	const char *why = NULL;
+	size_t len, i, off;
+
+	for (i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (uint8_t)(i * 7 + (i >> 9));
+	len = sock_sample(buf, sizeof(buf), sq, rq, bytes);
+	CHECK(len > 0);
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ(mig_decode(buf, len, &seen_kv, &s, &why), 0);
+	CHECK_EQ(mig_decode(buf, len, &seen_v, &t, &why), 0);
+	CHECK(t.tcp == 1 && t.t.flags == (MIG_TCP_F_FWD | MIG_TCP_F_SACK));
+	CHECK_EQ(s.socks, 1);
+	CHECK_EQ(s.chunks, 3);		/* 65000 + 5000, 60010 */
+	CHECK(s.k.v6 && s.k.opts == 7 && s.k.snd_ws == 7 && s.k.rcv_ws == 9);
+	CHECK(s.k.mss == 65483 && s.k.lport == 18311 && s.k.pport == 40000);
+	CHECK(s.k.local[15] == 1 && s.k.peer[15] == 1);
+	CHECK(s.k.snd_seq == 0xfffffff0u && s.k.rcv_seq == 77);
+	CHECK(s.k.sndq == sq && s.k.notsent == sq / 2 && s.k.rcvq == rq);
+	CHECK(s.k.ts == 123456 && s.k.snd_wl1 == 1 && s.k.snd_wnd == 2 &&
+	      s.k.max_window == 3 && s.k.rcv_wnd == 4 && s.k.rcv_wup == 5);
+	CHECK(s.qn[0] == sq && !memcmp(s.q[0], bytes, sq));
+	CHECK(s.qn[1] == rq && !memcmp(s.q[1], bytes + sq, rq));
+	/* empty queues: no data record at all */
+	len = sock_sample(buf, sizeof(buf), 0, 0, bytes);
+	CHECK_EQ(len, MIG_HDR_LEN + 2 * MIG_REC_HDR + MIG_TCP_LEN +
+		      MIG_TCP_SOCK_LEN);
+	CHECK_EQ(mig_decode(buf, len, &seen_kv, &s, &why), 0);
+	/* refusals, each with a valid checksum */
+	len = sock_sample(buf, sizeof(buf), 10, 20, bytes);
+	off = MIG_HDR_LEN + MIG_REC_HDR + MIG_TCP_LEN;	/* the socket's */
+	memcpy(bad, buf + off, len - off);		/* no TCP before */
+	memcpy(bad + MIG_HDR_LEN, buf + off, len - off);
+	memcpy(bad, buf, MIG_HDR_LEN);
+	refix(bad, MIG_HDR_LEN + len - off);
+	CHECK(decode_fails(bad, MIG_HDR_LEN + len - off, "without its"));
+	memcpy(bad, buf, len);				/* data short */
+	wr32(bad + off + MIG_REC_HDR + 60, 21);
+	refix(bad, len);
+	CHECK(decode_fails(bad, len, "short"));
+	memcpy(bad, buf, len);				/* data long */
+	wr32(bad + off + MIG_REC_HDR + 60, 19);
+	refix(bad, len);
+	CHECK(decode_fails(bad, len, "too long"));
+	memcpy(bad, buf, len);				/* unsent > queue */
+	wr32(bad + off + MIG_REC_HDR + 56, 11);
+	refix(bad, len);
+	CHECK(decode_fails(bad, len, "unsent"));
+	memcpy(bad, buf, len);				/* unknown queue */
+	bad[off + MIG_REC_HDR + MIG_TCP_SOCK_LEN + MIG_REC_HDR] = 2;
+	refix(bad, len);
+	CHECK(decode_fails(bad, len, "unknown queue"));
+	memcpy(bad, buf, len);			/* data record too short */
+	wr16(bad + off + MIG_REC_HDR + MIG_TCP_SOCK_LEN + 2, MIG_DATA_HDR);
+	refix(bad, len);
+	CHECK(decode_fails(bad, len, "wrong length"));
+	/* cut anywhere: refused */
+	for (i = MIG_HDR_LEN; i < len; i += 3)
+		CHECK(decode_fails(buf, i, "truncated"));
 }
 
 /* Random bytes, and random changes to a good state, are refused or
@@ -420,7 +541,8 @@ static ssize_t corpus_state(const char *name, uint8_t *buf, size_t cap)
 TEST(mig_corpus_seeds_decode_as_named)
 {
 	static const struct { const char *name; int rc; } seeds[] = {
-		{ "good", 0 }, { "empty", 0 }, { "version2", -1 },
+		{ "good", 0 }, { "empty", 0 }, { "version1", -1 },
+		{ "sock", 0 },
 		{ "cut", -1 }, { "bad_len", -1 },
 	};
 	uint8_t buf[512];
