@@ -400,6 +400,12 @@ def migrated(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def corrupted(tmp_path_factory):
+    yield from run_migration(tmp_path_factory, "corrupt", cancel=False,
+                             corrupt=True)
+
+
+@pytest.fixture(scope="module")
 def cancelled(tmp_path_factory):
     yield from run_migration(tmp_path_factory, "cancel", cancel=True)
 
@@ -485,3 +491,18 @@ def test_cancelled_migration_leaves_tcp_working(cancelled):
     check(cancelled, "TCP stream host to guest intact")
     check(cancelled, "forwarded TCP connection served")
     check_streams(cancelled)
+
+
+def test_corrupted_state_refused(corrupted):
+    """The source's ferry (a test build) flips a byte of the state it
+    sends: the destination refuses it with one line naming why, starts
+    without it and serves the guest on (its TCP connections reset)."""
+    src, dst = corrupted["src"].output(), corrupted["dst"].output()
+    assert "device state corrupted on purpose" in src, src
+    refused = [ln for ln in dst.splitlines() if "device state refused" in ln]
+    assert len(refused) == 1 and "checksum mismatch" in refused[0], dst
+    assert "device state taken" not in dst, dst
+    assert corrupted["dst"].alive(), dst
+    check(corrupted, "ping after migration")
+    check(corrupted, "DHCP after migration")
+    print("INFO", refused[0])
