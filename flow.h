@@ -51,6 +51,16 @@ static inline void inany_from6(union inany *a, const struct in6_addr *a6)
 	a->a6 = *a6;
 }
 
+/* inany_pick() - a6 if v6, else a4: the one a family-split lookup meant. */
+static inline void inany_pick(union inany *a, bool v6,
+			      const struct in6_addr *a6, struct in_addr a4)
+{
+	if (v6)
+		inany_from6(a, a6);
+	else
+		inany_from4(a, a4);
+}
+
 static inline bool inany_is4(const union inany *a)
 {
 	return IN6_IS_ADDR_V4MAPPED(&a->a6);

@@ -567,10 +567,7 @@ bool fwd_target_inany(const struct fwd_spec *f, uint16_t port, bool v6,
 
 	if (!fwd_target_addr(f, port, v6, &a4, &a6))
 		return false;
-	if (v6)
-		inany_from6(a, &a6);
-	else
-		inany_from4(a, a4);
+	inany_pick(a, v6, &a6, a4);
 	return true;
 }
 

@@ -133,10 +133,7 @@ static bool bind_addr(const struct ctx *c, enum tcp_fwd_dir dir, bool v6,
 	if (!fwd_bind_addr(spec_of(c, dir), port, v6, dir == TCP_FWD_OUT,
 			   &a6, &a4, ifname))
 		return false;
-	if (v6)
-		inany_from6(a, &a6);
-	else
-		inany_from4(a, a4);
+	inany_pick(a, v6, &a6, a4);
 	return true;
 }
 
