@@ -714,8 +714,7 @@ static void tcp_fields(struct jw *w, const struct tcp_conn *t)
 	socklen_t tl = sizeof(ti);
 	int q;
 
-	jw_kstr(w, "state", tcp_state_name(t->state,
-					 t->closing | (t->flags & TCP_C_CLOSING)));
+	jw_kstr(w, "state", tcp_state_name(t->state, t->closing));
 	jw_kbool(w, "forwarded", t->flags & TCP_C_FWD);
 	jw_kbool(w, "guest_fin", t->flags & TCP_C_GUEST_FIN);
 	jw_kbool(w, "host_eof", t->flags & TCP_C_SOCK_EOF);

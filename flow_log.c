@@ -203,8 +203,7 @@ void flow_log_tcp_close(const struct flowtab *ft, struct flow *fl,
 	log_msg(LOG_LVL_DEBUG, "flow %u: tcp %s in %s after %lld ms, host %s, "
 		"from guest %llu bytes, to guest %llu bytes, %u retransmitted"
 		"%s%s%s", idx_of(ft, fl), end,
-		tcp_state_name(t->state,
-			       t->closing | (t->flags & TCP_C_CLOSING)),
+		tcp_state_name(t->state, t->closing),
 		(long long)(flow_now_ms() - fl->f.born_ms), host,
 		(unsigned long long)ti.tcpi_bytes_acked,
 		(unsigned long long)tcp_info_received(&ti, t->flags),

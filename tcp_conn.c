@@ -385,9 +385,9 @@ void tcp_conn_set(const struct ctx *c, struct flow *fl, uint8_t state,
 		  uint16_t flags, enum tcp_event ev)
 {
 	struct tcp_conn *conn = conn_of(fl);
-	/* A migrated connection (mig_state.c) has its flags only. */
-	uint8_t old = conn->state, closing = (uint8_t)(conn->closing |
-						      (conn->flags & TCP_C_CLOSING));
+	/* The one place a TCP_C_CLOSING bit is set (a migrated connection
+	 * arrives established with none), so closing holds them all. */
+	uint8_t old = conn->state, closing = conn->closing;
 
 	if (state)
 		conn->state = state;
