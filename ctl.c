@@ -43,7 +43,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,8 +71,6 @@
  *   (the flow list: host sockets' addresses, TCP_INFO) */
 /* seccomp(all): ioctl(1=SIOCINQ) ioctl(1=SIOCOUTQ)
  *   (the flow list: host sockets' queues) */
-/* seccomp(all): unlink unlinkat
- *   (the socket file at exit: ctl_stop()) */
 /* seccomp(setup): socket bind listen umask */
 
 #define DIRS		4	/* -t -u -T -U */
@@ -194,6 +192,7 @@ void ctl_init(struct ctx *c)
 	s->lfd = fd;
 	c->ctl = s;
 	c->ctl_dirfd = unix_dir_open(c->conf.control_path);	/* ctl_stop() */
+	c->ctl_id = file_id_at(AT_FDCWD, c->conf.control_path);
 	if (ep_add(c, fd, EPOLLIN, ref))
 		die("-c: cannot watch the socket");
 	info("control socket at %s", c->conf.control_path);
@@ -201,13 +200,8 @@ void ctl_init(struct ctx *c)
 
 void ctl_stop(const struct ctx *c)
 {
-	char name[sizeof(c->conf.control_path)];
-
-	if (!c->ctl || !c->conf.control_path[0])
-		return;
-	str_copy(name, c->conf.control_path, sizeof(name));
-	if (c->ctl_dirfd < 0 || unlinkat(c->ctl_dirfd, basename(name), 0))
-		unlink(c->conf.control_path);	/* no sandbox: the path */
+	if (c->ctl && c->conf.control_path[0])
+		unix_file_remove(c->ctl_dirfd, c->conf.control_path, c->ctl_id);
 }
 
 /* --- Clients --------------------------------------------------------- */

@@ -27,6 +27,7 @@
 #include "tcp.h"
 #include "tcp_fwd.h"
 #include "udp.h"
+#include "util.h"
 
 struct ctl_state;
 
@@ -73,6 +74,8 @@ struct ctx {
 					 * -1: none */
 	int ctl_dirfd;			/* -c: the same for the control
 					 * socket (ctl.c); -1: none */
+	struct file_id sock_id, ctl_id;	/* the two files as bound: only
+					 * these are removed (util.h) */
 	int ns_user_fd, ns_net_fd;	/* ns mode: guest namespaces (ns_call),
 					 * user -1: not entered; valid once
 					 * ns_ready */

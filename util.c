@@ -49,6 +49,44 @@ int unix_dir_open(const char *path)
 	return open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
+/* seccomp(all): newfstatat unlinkat unlink
+ *   (unix_file_remove(): the socket files at exit, vm.c and ctl.c) */
+
+struct file_id file_id_at(int dirfd, const char *name)
+{
+	struct file_id id = { 0, 0 };
+	struct stat st;
+
+	if (!fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		id.dev = st.st_dev;
+		id.ino = st.st_ino;
+	}
+	return id;
+}
+
+/* same_file() - do a and b name one known file? */
+static bool same_file(struct file_id a, struct file_id b)
+{
+	return a.ino && a.ino == b.ino && a.dev == b.dev;
+}
+
+void unix_file_remove(int dirfd, const char *path, struct file_id own)
+{
+	char name[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *base;
+
+	str_copy(name, path, sizeof(name));
+	base = basename(name);
+	if (dirfd >= 0) {
+		if (!same_file(file_id_at(dirfd, base), own))
+			return;			/* gone, or someone else's */
+		if (!unlinkat(dirfd, base, 0))
+			return;
+	}
+	if (same_file(file_id_at(AT_FDCWD, path), own))
+		unlink(path);			/* no sandbox: the path */
+}
+
 /* fd_set_nonblock() - make fd non-blocking and close-on-exec. */
 int fd_set_nonblock(int fd)
 {

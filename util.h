@@ -116,6 +116,20 @@ bool str_copy(char *dst, const char *src, size_t size);
  * leads there (vm.c, ctl.c; isolate.c's Landlock allows removing a file
  * beneath it, nothing else). -1 if it cannot be opened. Start-up only. */
 int unix_dir_open(const char *path);
+
+/* A file's identity (device, inode): the socket file ferry bound, so
+ * that its removal at exit leaves a file someone put there since. */
+struct file_id {
+	uint64_t dev, ino;		/* ino 0: unknown, never removed */
+};
+
+/* file_id_at() - the identity of name under dirfd (AT_FDCWD: a path),
+ * not following a symlink; ino 0 if it cannot be read. */
+struct file_id file_id_at(int dirfd, const char *name);
+/* unix_file_remove() - remove the socket file at path if it is still
+ * own: through dirfd (unix_dir_open(); -1: none) from inside the
+ * sandbox, else by its path. A file replaced since stays. */
+void unix_file_remove(int dirfd, const char *path, struct file_id own);
 /* unix_refused() - is path a UNIX socket whose connect() is refused: one
  * nobody accepts on any more (a process that died)? Start-up only. */
 bool unix_refused(const char *path);

@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +29,8 @@
 #include "vhost_user.h"
 #include "vm.h"
 
-/* seccomp(vm vu): accept4 close unlink unlinkat
- *   (the next client; the socket removed at exit) */
+/* seccomp(vm vu): accept4 close
+ *   (the next client) */
 /* seccomp(setup): bind connect getpid link linkat listen newfstatat */
 /* seccomp(setup): setsockopt socket */
 /* seccomp(setup): openat read write brk mmap munmap
@@ -230,6 +229,7 @@ void vm_start(struct ctx *c)
 	}
 	c->link.listen_fd = listen_socket(&c->conf);
 	c->sock_dirfd = unix_dir_open(c->conf.socket_path);	/* vm_stop() */
+	c->sock_id = file_id_at(AT_FDCWD, c->conf.socket_path);
 	c->link.spare_fd = spare_fd_open();
 	if (ep_add(c, c->link.listen_fd, EPOLLIN, ref))
 		die("epoll: %s", strerror(errno));
@@ -290,11 +290,6 @@ void vm_link_closed(struct ctx *c)
 
 void vm_stop(const struct ctx *c)
 {
-	char name[sizeof(c->conf.socket_path)];
-
-	if (c->link.listen_fd < 0 || !c->conf.socket_path[0])
-		return;
-	str_copy(name, c->conf.socket_path, sizeof(name));
-	if (c->sock_dirfd < 0 || unlinkat(c->sock_dirfd, basename(name), 0))
-		unlink(c->conf.socket_path);
+	if (c->link.listen_fd >= 0 && c->conf.socket_path[0])
+		unix_file_remove(c->sock_dirfd, c->conf.socket_path, c->sock_id);
 }

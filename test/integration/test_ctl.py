@@ -254,6 +254,13 @@ def test_ctl_socket_removed_at_exit(ferry_ns, tmp_path):
                                            " && exit 3 || exit 4"])
     assert f2.proc.wait(timeout=20 * conftest.SLOW) == 3, f2.output()
     assert not os.path.exists(sock2), "left behind at the command's end"
+    # a file put at the path since (another ferry's socket) is not ferry's
+    f4, sock4 = start(ferry_ns, tmp_path)
+    assert serving(sock4)
+    os.rename(sock4, sock4 + ".old")
+    open(sock4, "w").close()
+    f4.stop()
+    assert os.path.exists(sock4), "removed a file that was not ferry's"
     sock3 = str(tmp_path / "ctl3.sock")
     v = FerryVM(tmp_path, ["-c", sock3])
     try:

@@ -3,6 +3,7 @@
  * (accept_refuse_spare(), used by tcp_fwd.c and vm.c). Loopback only. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -146,4 +147,64 @@ TEST(util_minmax_single_evaluation)
 	CHECK_EQ(calls, 4u);
 	CHECK_EQ(MIN(big, (size_t)x), (size_t)7);
 	CHECK_EQ(MAX((int64_t)-1, (int64_t)x), (int64_t)7);
+}
+
+/* mktemp_dir() - a fresh directory under /tmp for one test. */
+static void mktemp_dir(char *dir, size_t size)
+{
+	snprintf(dir, size, "/tmp/ferry-unit-XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+}
+
+/* touch() - create path, empty. */
+static void touch(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+	CHECK(fd >= 0);
+	close(fd);
+}
+
+/* The socket file goes at exit only while it is the one ferry bound: a
+ * file put at that path since (another ferry's socket) stays, through
+ * the directory fd and by the path alike; an unknown identity removes
+ * nothing. */
+TEST(util_unix_file_remove_own_only)
+{
+	char dir[64], path[96], moved[96];
+	struct file_id own;
+	int dfd;
+
+	mktemp_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	snprintf(moved, sizeof(moved), "%s/old.sock", dir);
+	dfd = unix_dir_open(path);
+	CHECK(dfd >= 0);
+
+	touch(path);
+	own = file_id_at(AT_FDCWD, path);
+	CHECK(own.ino != 0);
+	unix_file_remove(dfd, path, own);		/* own: removed */
+	CHECK(access(path, F_OK) < 0);
+	unix_file_remove(dfd, path, own);		/* gone: no-op */
+	CHECK(file_id_at(AT_FDCWD, path).ino == 0);
+
+	touch(path);
+	own = file_id_at(AT_FDCWD, path);
+	CHECK_EQ(rename(path, moved), 0);		/* replaced */
+	touch(path);
+	unix_file_remove(dfd, path, own);
+	CHECK_EQ(access(path, F_OK), 0);
+	unix_file_remove(-1, path, own);		/* by the path */
+	CHECK_EQ(access(path, F_OK), 0);
+	unix_file_remove(-1, moved, own);		/* own, renamed */
+	CHECK(access(moved, F_OK) < 0);
+
+	own.ino = 0;					/* unknown */
+	unix_file_remove(dfd, path, own);
+	CHECK_EQ(access(path, F_OK), 0);
+
+	CHECK_EQ(unlink(path), 0);
+	close(dfd);
+	CHECK_EQ(rmdir(dir), 0);
 }
