@@ -13,8 +13,9 @@
 #                   LIBEXECDIR and a containers.conf drop-in putting LIBEXECDIR
 #                   first among podman's helper directories (podman's own
 #                   kept) and naming the slirp4netns link (podman 4.3)
-#   make install-links   also 'pasta', 'passt' and 'pesto' links in BINDIR
-#                   (libvirt and qemu find passt on PATH, rootlesskit pesto)
+#   make install-links   also 'pasta', 'passt', 'pesto' and 'passt-repair'
+#                   links in BINDIR (libvirt and qemu find passt on PATH,
+#                   rootlesskit pesto, KubeVirt passt-repair)
 #   make uninstall  removes what any of them put there (same PREFIX/DESTDIR)
 #   make fuzz       libFuzzer targets (clang) into build/fuzz/: fuzz_frame,
 #                   fuzz_stream, fuzz_conf, fuzz_fwd, fuzz_json, fuzz_netlink, fuzz_scan, fuzz_vu,
@@ -151,6 +152,7 @@ install-links: install
 	ln -sf ferry $(DESTDIR)$(BINDIR)/pasta
 	ln -sf ferry $(DESTDIR)$(BINDIR)/passt
 	ln -sf ferry $(DESTDIR)$(BINDIR)/pesto
+	ln -sf ferry $(DESTDIR)$(BINDIR)/passt-repair
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
@@ -159,7 +161,7 @@ uninstall:
 	      $(DESTDIR)$(LIBEXECDIR)/pesto \
 	      $(DESTDIR)$(CONTAINERSCONFDIR)/50-ferry.conf
 	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
-	for l in pasta passt pesto; do [ "$$(readlink $(DESTDIR)$(BINDIR)/$$l)" != ferry ] || \
+	for l in pasta passt pesto passt-repair; do [ "$$(readlink $(DESTDIR)$(BINDIR)/$$l)" != ferry ] || \
 		rm -f $(DESTDIR)$(BINDIR)/$$l; done
 	rm -f $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,pasta passt pasta.ferry passt.ferry)
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null

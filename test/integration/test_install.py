@@ -58,6 +58,24 @@ def test_install_uninstall_round_trip(tmp_path):
     assert left == [], f"make uninstall left {left}"
 
 
+def test_install_links_round_trip(tmp_path):
+    """make install-links: pasta, passt, pesto and passt-repair on PATH
+    are links to ferry (libvirt, qemu, rootlesskit, KubeVirt run them by
+    those names); make uninstall removes them and leaves nothing."""
+    dest = tmp_path / "dest"
+    make("install-links", f"DESTDIR={dest}", f"PREFIX={PREFIX}")
+    bindir = dest / PREFIX.lstrip("/") / "bin"
+    for name in ("pasta", "passt", "pesto", "passt-repair"):
+        assert os.readlink(bindir / name) == "ferry", name
+    r = subprocess.run([str(bindir / "passt"), "--version"],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0 and r.stdout.startswith("ferry "), r
+    make("uninstall", f"DESTDIR={dest}", f"PREFIX={PREFIX}")
+    left = [str(p.relative_to(dest)) for p in dest.rglob("*")
+            if not p.is_dir()]
+    assert left == [], f"make uninstall left {left}"
+
+
 def test_install_podman_drop_in_read_by_podman(tmp_path):
     """make install-podman: the pasta link in ferry's libexec directory and a
     containers.conf drop-in that podman itself reads (CONTAINERS_CONF: that
