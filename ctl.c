@@ -71,7 +71,8 @@
  *   (the flow list: host sockets' addresses, TCP_INFO) */
 /* seccomp(all): ioctl(1=SIOCINQ) ioctl(1=SIOCOUTQ)
  *   (the flow list: host sockets' queues) */
-/* seccomp(setup): socket bind listen umask */
+/* seccomp(setup): socket bind listen umask unlink unlinkat
+ *   (listen_path(): a stale socket replaced) */
 
 #define DIRS		4	/* -t -u -T -U */
 

@@ -32,7 +32,8 @@
 /* seccomp(vm vu): accept4 close
  *   (the next client) */
 /* seccomp(setup): bind connect getpid link linkat listen newfstatat */
-/* seccomp(setup): setsockopt socket */
+/* seccomp(setup): setsockopt socket unlink unlinkat
+ *   (bind_path(), listen_socket(): temporary names, stale sockets) */
 /* seccomp(setup): openat read write brk mmap munmap
  *   (stale_socket(): /proc/net/unix, read before listening) */
 
