@@ -5,8 +5,8 @@ Run by test/bench/ab.sh inside test/sandbox.sh. On this shared 2-core
 machine the absolute latency moves by tens of percent from minute to
 minute, so a change worth a few percent only shows when the variants are
 measured in turn, round after round, and compared within each round.
-Every variant is started once (namespace mode, MTU 65520); then for each
-of ROUNDS rounds each workload runs once on each variant, in an order
+Every variant is started once (namespace mode, at MTU AB_MTU, default
+65520); then for each of ROUNDS rounds each workload runs once on each variant, in an order
 rotated every round. The report: each variant's median p50 per workload,
 its lowest p50 (a run that found the machine quiet: under load the runs
 are bimodal, ~60 us when a CPU is free, 200-350 us when not), and the
@@ -34,7 +34,8 @@ the bench's row), pp4 and pp6 (test/bench/pingpong.c), hc4 and hk4 (the
 bench's HTTP rows, wrk -c8 against nginx: Connection: close and
 keep-alive, requests/s: above 1 is faster there), tg4 and th4 (iperf3,
 one TCP stream guest->host and host->guest, Gbit/s: above 1 is faster). AB_ROUNDS
-(default 6), AB_TIME (seconds per run, default 2).
+(default 6), AB_TIME (seconds per run, default 2), AB_MTU (the guest's MTU,
+default 65520; the relay's veth has it too).
 """
 import os
 import re
@@ -45,6 +46,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import backends  # noqa: E402
 import measure  # noqa: E402
 import procs  # noqa: E402
+
+MTU = int(os.environ.get("AB_MTU", "65520"))
 
 
 
@@ -66,7 +69,7 @@ class RelayVariant(backends.Veth):
     ifx, net4, plen4, net6 = "br", "203.0.113.", 24, "2001:db8:c::"
 
     def __init__(self, workdir, poll_us=0):
-        super().__init__(65520, workdir)
+        super().__init__(MTU, workdir)
         self.relays = []
         self.poll_us = poll_us
         if poll_us:	# beside a plain relay: addresses 203.0.113.101/28 ...
@@ -98,21 +101,21 @@ class RelayVariant(backends.Veth):
 
 def variant(label, spec, workdir):
     if spec == "veth":
-        return backends.Veth(65520, os.path.join(workdir, label))
+        return backends.Veth(MTU, os.path.join(workdir, label))
     if spec == "relay" or spec.startswith("relay:"):
         return RelayVariant(os.path.join(workdir, label), int(spec.partition(":")[2] or 0))
     if spec == "pasta":
-        return backends.Pasta(65520, os.path.join(workdir, label))
+        return backends.Pasta(MTU, os.path.join(workdir, label))
     if spec == "pasta-trixie":
         why = backends.available(spec)
         if why:
             raise SystemExit(f"ab: {why}")
-        return backends.PastaTrixie(65520, os.path.join(workdir, label))
+        return backends.PastaTrixie(MTU, os.path.join(workdir, label))
     parts = spec.split(":")
     if parts[0] != "ferry" or len(parts) < 2:
         raise SystemExit(f"ab: unknown variant {spec!r}")
     extra = parts[2].split(",") if len(parts) > 2 and parts[2] else []
-    return FerryVariant(label, 65520, workdir, os.path.abspath(parts[1]), extra)
+    return FerryVariant(label, MTU, workdir, os.path.abspath(parts[1]), extra)
 
 
 def workloads(pingpong):

@@ -259,6 +259,22 @@ class Bench:
         extra = report.extras(res.get("min"), res.get("loss"), res.get("p99"))
         self.log(f"    {be.name:12s} run {run + 1}: {res['value']:.3f} {row.unit}{extra}")
 
+    def warm_up(self, bes, rows):
+        """One unrecorded 1-s iperf3 run guest->host on each backend before
+        a stage's first row: the first connection through a freshly started
+        path was the slowest run of its row for every tool (veth 18.9
+        against 24.5-28.8 Gbit/s, ferry 9.0 against 11.5-13.9, 2026-12-02),
+        and the first row took that run as one of its three."""
+        if not any(r.kind in ("tcp", "udp", "udpmax", "flows") for r in rows) \
+                or self.servers.ensure("iperf3"):
+            return
+        for be in bes:
+            fam = "4" if "4" not in be.na else "6"
+            res = measure.iperf(be, fam, 1)
+            self.log(f"    {be.name:12s} warm-up: "
+                     + (f"{res['value']:.3f} Gbit/s (not recorded)"
+                        if res.get("value") is not None else res.get("error", "?")))
+
     def stage(self, mtu, rows):
         self.log(f"== MTU {mtu}: starting {', '.join(self.tools)}")
         bes = []
@@ -272,6 +288,7 @@ class Bench:
             else:
                 bes.append(be)
         try:
+            self.warm_up(bes, rows)
             for row in rows:
                 self.log(f"-- {row.id}: {row.label}")
                 t0 = time.time()

@@ -18,10 +18,15 @@ MTUCOUNT_TIME seconds, default 3), and prints per MiB moved:
     buffer and what sits in it.
 
 Rates taken under load mean little; the counts per MiB are what to
-compare between the two MTUs.
+compare between the two MTUs. The basis is iperf3's own count of the
+bytes it sent (nstat's IpExtOutOctets counts a GSO frame once, not its
+bytes). With MTUCOUNT_ROUNDS > 1 the MTUs alternate and a summary ends
+the run: each MTU's rates, their median, and the medians of ferry's CPU,
+the whole machine's CPU and ferry's wake-ups per GiB.
 """
 import os
 import re
+import statistics
 import sys
 import time
 
@@ -80,7 +85,7 @@ def status(pid, key):
     return 0
 
 
-def one(mtu, secs, out, ferry):
+def one(mtu, secs, out, ferry, summary):
     be = backends.Ferry(mtu, out, ferry)
     be.argv = lambda: backends.Ferry.argv(be) + ["--stats", "3600"]
     be.start()
@@ -90,6 +95,7 @@ def one(mtu, secs, out, ferry):
         n0, (p0, b0, drops0) = nstat(be), link_stats(be)
         w0, c0 = status(be.pid, "voluntary_ctxt_switches"), procs.cpu_seconds(be.pid)
         u0, s0 = cpu_split(be.pid)
+        m0 = procs.machine_busy_seconds()
         tracer = None
         if os.environ.get("MTUCOUNT_STRACE") == "1":
             tracer = procs.start(["strace", "-c", "-f", "-p", str(be.pid), "-o",
@@ -109,6 +115,7 @@ def one(mtu, secs, out, ferry):
         n1, (p1, b1, drops1) = nstat(be), link_stats(be)
         w1, c1 = status(be.pid, "voluntary_ctxt_switches"), procs.cpu_seconds(be.pid)
         u1, s1 = cpu_split(be.pid)
+        m1 = procs.machine_busy_seconds()
         if tracer:
             os.kill(tracer.pid, 2)	# SIGINT: strace prints its table
             tracer.wait(timeout=10)
@@ -116,14 +123,21 @@ def one(mtu, secs, out, ferry):
         procs.wait_for(lambda: "tcp" in measure._read(be.log), 5)
         time.sleep(0.3)
         d = {k: n1.get(k, 0) - n0.get(k, 0) for k in n1}
-        mib = max(d.get("IpExtOutOctets", 0), 1) / 2**20
-        res = measure._read(os.path.join(out, f"iperf-{mtu}.json"))
+        res = measure._read(jlog)
         rate = re.findall(r'"bits_per_second":\s*([\d.e+]+)', res)
-        print(f"== MTU {mtu}: {float(rate[-1]) / 1e9 if rate else 0:.2f} Gbit/s "
-              f"(load {os.getloadavg()[0]:.1f}), {mib:.0f} MiB out of the guest")
+        sent = re.findall(r'"sum_sent":\s*{[^}]*?"bytes":\s*(\d+)', res)
+        nbytes = int(sent[-1]) if sent else 0
+        mib = max(nbytes, 1) / 2**20
+        gbit = float(rate[-1]) / 1e9 if rate else 0
+        gib = mib / 1024
+        summary.setdefault(mtu, []).append(
+            (gbit, (c1 - c0) / gib, (m1 - m0) / gib, (w1 - w0) / gib))
+        print(f"== MTU {mtu}: {gbit:.2f} Gbit/s "
+              f"(load {os.getloadavg()[0]:.1f}), {mib:.0f} MiB sent by iperf3; "
+              f"machine {(m1 - m0) / gib:.2f} CPU s/GiB")
         seg = d.get("TcpOutSegs", 0)
         print(f"  guest TCP: {seg / mib:.1f} segments/MiB, mean "
-              f"{d.get('IpExtOutOctets', 0) / max(seg, 1):.0f} bytes; ACKs in "
+              f"{nbytes / max(seg, 1):.0f} payload bytes; ACKs in "
               f"{d.get('TcpInSegs', 0) / mib:.1f}/MiB; retrans {d.get('TcpRetransSegs', 0)}")
         print(f"  guest tap: {(p1 - p0) / mib:.1f} frames/MiB, mean "
               f"{(b1 - b0) / max(p1 - p0, 1):.0f} bytes, tx dropped {drops1 - drops0}")
@@ -164,10 +178,17 @@ def main():
     ferry = os.environ.get("FERRY_BIN", os.path.join(root, "ferry"))
     secs = int(os.environ.get("MTUCOUNT_TIME", "3"))
     procs.print_loadavg("at start")
-    for _ in range(int(os.environ.get("MTUCOUNT_ROUNDS", "1"))):
-        for mtu in os.environ.get("MTUCOUNT_MTUS", "65520 1500").split():
-            one(int(mtu), secs, out, ferry)
+    summary = {}
+    mtus = os.environ.get("MTUCOUNT_MTUS", "65520 1500").split()
+    for r in range(int(os.environ.get("MTUCOUNT_ROUNDS", "1"))):
+        for mtu in mtus[r % len(mtus):] + mtus[:r % len(mtus)]:
+            one(int(mtu), secs, out, ferry, summary)
     procs.print_loadavg("at end")
+    for mtu, runs in summary.items():
+        med = [statistics.median(x[i] for x in runs) for i in range(4)]
+        print(f"MTU {mtu}: " + " ".join(f"{x[0]:.2f}" for x in runs)
+              + f" Gbit/s, median {med[0]:.2f}; per GiB: ferry {med[1]:.3f} s,"
+              f" machine {med[2]:.3f} s, {med[3]:.0f} wake-ups")
 
 
 if __name__ == "__main__":
