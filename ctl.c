@@ -192,8 +192,7 @@ void ctl_init(struct ctx *c)
 	}
 	s->lfd = fd;
 	c->ctl = s;
-	c->ctl_dirfd = unix_dir_open(c->conf.control_path);	/* ctl_stop() */
-	c->ctl_id = file_id_at(AT_FDCWD, c->conf.control_path);
+	unix_file_keep(&c->ctl_file, c->conf.control_path);	/* ctl_stop() */
 	if (ep_add(c, fd, EPOLLIN, ref))
 		die("-c: cannot watch the socket");
 	info("control socket at %s", c->conf.control_path);
@@ -202,7 +201,7 @@ void ctl_init(struct ctx *c)
 void ctl_stop(const struct ctx *c)
 {
 	if (c->ctl && c->conf.control_path[0])
-		unix_file_remove(c->ctl_dirfd, c->conf.control_path, c->ctl_id);
+		unix_file_remove(&c->ctl_file, c->conf.control_path);
 }
 
 /* --- Clients --------------------------------------------------------- */

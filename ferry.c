@@ -203,8 +203,8 @@ int main(int argc, char **argv)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (c == MAP_FAILED)
 		die("cannot allocate context");
-	c->pcap_fd = c->sigfd = c->child_pidfd = c->sock_dirfd = -1;
-	c->ctl_dirfd = -1;
+	c->pcap_fd = c->sigfd = c->child_pidfd = c->sock_file.dirfd = -1;
+	c->ctl_file.dirfd = -1;
 	argv[skip] = argv[0];
 	conf_parse(&c->conf, mode, argc - skip, argv + skip);
 	if (mode == MODE_NS)

@@ -68,14 +68,9 @@ struct ctx {
 	uint64_t pcap_bytes;		/* written to it (cap: PCAP_MAX_BYTES) */
 	int sigfd;
 	int child_pidfd;		/* ns mode: the command we started */
-	int sock_dirfd;			/* vm mode: the directory holding the
-					 * listening socket (O_PATH), to remove
-					 * it at exit from inside the sandbox;
-					 * -1: none */
-	int ctl_dirfd;			/* -c: the same for the control
-					 * socket (ctl.c); -1: none */
-	struct file_id sock_id, ctl_id;	/* the two files as bound: only
-					 * these are removed (util.h) */
+	struct unix_file sock_file;	/* vm mode: the listening socket's
+					 * file, removed at exit (util.h) */
+	struct unix_file ctl_file;	/* -c: the control socket's (ctl.c) */
 	int ns_user_fd, ns_net_fd;	/* ns mode: guest namespaces (ns_call),
 					 * user -1: not entered; valid once
 					 * ns_ready */

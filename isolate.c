@@ -72,7 +72,7 @@
  * fd of the listeners is an eventfd, util.c). One exception: VM mode
  * removes its socket at exit (vm_stop()), and -c its control socket
  * (ctl_stop()), each through a directory fd held from start-up
- * (unix_dir_open()), and the Landlock ruleset allows removing a file
+ * (unix_file_keep()), and the Landlock ruleset allows removing a file
  * beneath those directories, nothing else (no path leads there but the
  * fds); without Landlock the fds are closed and the files stay behind.
  */
@@ -321,8 +321,8 @@ void isolate_apply(struct ctx *c)
 		rc = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
 		     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) ? errno : 0;
 		isolate_layer(c, ISO_NNP, !rc, "prctl", rc);
-		int *dirfds[] = { &c->sock_dirfd, &c->ctl_dirfd };
-		int fds[] = { c->sock_dirfd, c->ctl_dirfd };
+		int *dirfds[] = { &c->sock_file.dirfd, &c->ctl_file.dirfd };
+		int fds[] = { c->sock_file.dirfd, c->ctl_file.dirfd };
 		size_t i;
 
 		rc = landlock_all(fds, 2, &what);

@@ -41,6 +41,7 @@
  * carries no sockets).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <poll.h>
 #include <stdio.h>
@@ -62,9 +63,7 @@
 
 /* seccomp(vu): accept4 close sendmsg recvfrom poll getsockopt epoll_ctl
  *   (the helper's connection, its batches and echoes) */
-/* seccomp(vu): unlink unlinkat
- *   (the socket file, at exit) */
-/* seccomp(setup): socket bind listen umask unlink
+/* seccomp(setup): socket bind listen umask unlink unlinkat
  *   (the listening socket, before the sandbox) */
 /* seccomp(setup): prctl connect recvmsg setsockopt sendto close write */
 /* seccomp(setup): exit_group newfstatat brk mmap socket
@@ -72,6 +71,7 @@
 
 struct repair_state {
 	int listen_fd;
+	struct file_id id;		/* its socket file, as bound */
 	int fd;				/* the helper, -1: none */
 	bool freeze;			/* it said REPAIR_HELLO */
 	int8_t cmd;			/* the queued batch's command */
@@ -249,6 +249,7 @@ void repair_init(struct ctx *c)
 		    strerror(rc));
 	r = alloc_startup(sizeof(*r));
 	r->listen_fd = fd;
+	r->id = file_id_at(AT_FDCWD, path);
 	r->fd = -1;
 	c->repair = r;
 	if (ep_add(c, fd, EPOLLIN, ref))
@@ -417,17 +418,17 @@ void repair_stop(const struct ctx *c)
 {
 	char name[sizeof(c->conf.repair_path)];
 	char dir[sizeof(c->conf.socket_path)];
+	struct unix_file f = { .dirfd = -1 };
 
 	if (!c->repair)
 		return;
 	/* The sandbox may leave only the directory of the vhost-user
-	 * socket open (c->sock_dirfd): there, remove through it. */
+	 * socket open (c->sock_file): there, remove through it. Only the
+	 * file bound, as for that socket: another ferry's stays. */
 	str_copy(name, c->conf.repair_path, sizeof(name));
 	str_copy(dir, c->conf.socket_path, sizeof(dir));
-	if (c->sock_dirfd >= 0 && !strcmp(dirname(dir), dirname(name))) {
-		str_copy(name, c->conf.repair_path, sizeof(name));
-		if (!unlinkat(c->sock_dirfd, basename(name), 0))
-			return;
-	}
-	unlink(c->conf.repair_path);
+	if (!strcmp(dirname(dir), dirname(name)))
+		f.dirfd = c->sock_file.dirfd;
+	f.id = c->repair->id;
+	unix_file_remove(&f, c->conf.repair_path);
 }

@@ -23,7 +23,7 @@
  *   (the spare fd is an eventfd; random_bytes(): ndp.c's delays) */
 /* seccomp(setup): getpid mmap prlimit64 */
 /* seccomp(setup): newfstatat socket connect close openat
- *   (unix_refused(): a stale socket at start-up; unix_dir_open()) */
+ *   (unix_refused(): a stale socket at start-up; unix_file_keep()) */
 
 /* str_copy() - bounded copy that always terminates dst. */
 bool str_copy(char *dst, const char *src, size_t size)
@@ -41,16 +41,9 @@ bool str_copy(char *dst, const char *src, size_t size)
 	return true;
 }
 
-int unix_dir_open(const char *path)
-{
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-
-	str_copy(dir, path, sizeof(dir));
-	return open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
-}
-
 /* seccomp(all): newfstatat unlinkat unlink
- *   (unix_file_remove(): the socket files at exit, vm.c and ctl.c) */
+ *   (unix_file_remove(): the socket files at exit, vm.c, ctl.c and
+ *   repair.c) */
 
 struct file_id file_id_at(int dirfd, const char *name)
 {
@@ -64,26 +57,35 @@ struct file_id file_id_at(int dirfd, const char *name)
 	return id;
 }
 
+void unix_file_keep(struct unix_file *f, const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+	str_copy(dir, path, sizeof(dir));
+	f->dirfd = open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	f->id = file_id_at(AT_FDCWD, path);
+}
+
 /* same_file() - do a and b name one known file? */
 static bool same_file(struct file_id a, struct file_id b)
 {
 	return a.ino && a.ino == b.ino && a.dev == b.dev;
 }
 
-void unix_file_remove(int dirfd, const char *path, struct file_id own)
+void unix_file_remove(const struct unix_file *f, const char *path)
 {
 	char name[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	const char *base;
 
 	str_copy(name, path, sizeof(name));
 	base = basename(name);
-	if (dirfd >= 0) {
-		if (!same_file(file_id_at(dirfd, base), own))
+	if (f->dirfd >= 0) {
+		if (!same_file(file_id_at(f->dirfd, base), f->id))
 			return;			/* gone, or someone else's */
-		if (!unlinkat(dirfd, base, 0))
+		if (!unlinkat(f->dirfd, base, 0))
 			return;
 	}
-	if (same_file(file_id_at(AT_FDCWD, path), own))
+	if (same_file(file_id_at(AT_FDCWD, path), f->id))
 		unlink(path);			/* no sandbox: the path */
 }
 

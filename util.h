@@ -111,25 +111,32 @@ static inline bool in6_is_unspec(const struct in6_addr *a)
 /* strlcpy-like: copy at most size-1 bytes, always terminate; returns
  * false if the source did not fit. */
 bool str_copy(char *dst, const char *src, size_t size);
-/* unix_dir_open() - the directory of the UNIX socket at path, opened
- * O_PATH: a socket's file is removed at exit through it, once no path
- * leads there (vm.c, ctl.c; isolate.c's Landlock allows removing a file
- * beneath it, nothing else). -1 if it cannot be opened. Start-up only. */
-int unix_dir_open(const char *path);
-
 /* A file's identity (device, inode): the socket file ferry bound, so
  * that its removal at exit leaves a file someone put there since. */
 struct file_id {
 	uint64_t dev, ino;		/* ino 0: unknown, never removed */
 };
 
+/* A UNIX socket file ferry bound and removes at exit (vm.c's -s, ctl.c's
+ * -c): its directory, opened O_PATH, through which the file is removed
+ * once no path leads there (isolate.c's Landlock allows removing a file
+ * beneath it, nothing else), and the file's identity as bound. */
+struct unix_file {
+	int dirfd;			/* -1: none (or closed by isolate.c) */
+	struct file_id id;
+};
+
 /* file_id_at() - the identity of name under dirfd (AT_FDCWD: a path),
  * not following a symlink; ino 0 if it cannot be read. */
 struct file_id file_id_at(int dirfd, const char *name);
+/* unix_file_keep() - fill f for the socket file just bound at path: its
+ * directory (dirfd -1 if it cannot be opened) and identity. Start-up
+ * only. */
+void unix_file_keep(struct unix_file *f, const char *path);
 /* unix_file_remove() - remove the socket file at path if it is still
- * own: through dirfd (unix_dir_open(); -1: none) from inside the
- * sandbox, else by its path. A file replaced since stays. */
-void unix_file_remove(int dirfd, const char *path, struct file_id own);
+ * f's: through f->dirfd from inside the sandbox, else by its path. A
+ * file replaced since stays. */
+void unix_file_remove(const struct unix_file *f, const char *path);
 /* unix_refused() - is path a UNIX socket whose connect() is refused: one
  * nobody accepts on any more (a process that died)? Start-up only. */
 bool unix_refused(const char *path);

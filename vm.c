@@ -229,8 +229,7 @@ void vm_start(struct ctx *c)
 		return;
 	}
 	c->link.listen_fd = listen_socket(&c->conf);
-	c->sock_dirfd = unix_dir_open(c->conf.socket_path);	/* vm_stop() */
-	c->sock_id = file_id_at(AT_FDCWD, c->conf.socket_path);
+	unix_file_keep(&c->sock_file, c->conf.socket_path);	/* vm_stop() */
 	c->link.spare_fd = spare_fd_open();
 	if (ep_add(c, c->link.listen_fd, EPOLLIN, ref))
 		die("epoll: %s", strerror(errno));
@@ -292,5 +291,5 @@ void vm_link_closed(struct ctx *c)
 void vm_stop(const struct ctx *c)
 {
 	if (c->link.listen_fd >= 0 && c->conf.socket_path[0])
-		unix_file_remove(c->sock_dirfd, c->conf.socket_path, c->sock_id);
+		unix_file_remove(&c->sock_file, c->conf.socket_path);
 }

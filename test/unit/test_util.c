@@ -172,39 +172,39 @@ static void touch(const char *path)
 TEST(util_unix_file_remove_own_only)
 {
 	char dir[64], path[96], moved[96];
-	struct file_id own;
-	int dfd;
+	struct unix_file f, bypath;
 
 	mktemp_dir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/s.sock", dir);
 	snprintf(moved, sizeof(moved), "%s/old.sock", dir);
-	dfd = unix_dir_open(path);
-	CHECK(dfd >= 0);
 
 	touch(path);
-	own = file_id_at(AT_FDCWD, path);
-	CHECK(own.ino != 0);
-	unix_file_remove(dfd, path, own);		/* own: removed */
+	unix_file_keep(&f, path);
+	CHECK(f.dirfd >= 0);
+	CHECK(f.id.ino != 0);
+	unix_file_remove(&f, path);			/* own: removed */
 	CHECK(access(path, F_OK) < 0);
-	unix_file_remove(dfd, path, own);		/* gone: no-op */
+	unix_file_remove(&f, path);			/* gone: no-op */
 	CHECK(file_id_at(AT_FDCWD, path).ino == 0);
 
 	touch(path);
-	own = file_id_at(AT_FDCWD, path);
+	f.id = file_id_at(AT_FDCWD, path);
 	CHECK_EQ(rename(path, moved), 0);		/* replaced */
 	touch(path);
-	unix_file_remove(dfd, path, own);
+	unix_file_remove(&f, path);
 	CHECK_EQ(access(path, F_OK), 0);
-	unix_file_remove(-1, path, own);		/* by the path */
+	bypath = f;
+	bypath.dirfd = -1;
+	unix_file_remove(&bypath, path);		/* by the path */
 	CHECK_EQ(access(path, F_OK), 0);
-	unix_file_remove(-1, moved, own);		/* own, renamed */
+	unix_file_remove(&bypath, moved);		/* own, renamed */
 	CHECK(access(moved, F_OK) < 0);
 
-	own.ino = 0;					/* unknown */
-	unix_file_remove(dfd, path, own);
+	f.id.ino = 0;					/* unknown */
+	unix_file_remove(&f, path);
 	CHECK_EQ(access(path, F_OK), 0);
 
 	CHECK_EQ(unlink(path), 0);
-	close(dfd);
+	close(f.dirfd);
 	CHECK_EQ(rmdir(dir), 0);
 }
