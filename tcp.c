@@ -351,8 +351,11 @@ void tcp_sock_handler(struct ctx *c, uint64_t ref_u64, uint32_t events)
 	conn = conn_of(fl);
 	/* The peer's FIN is a fact in any state, wanted or not: this may be
 	 * its only report (edge-triggered: while connecting it comes with
-	 * EPOLLOUT, before a forwarded connection's handshake on its own). */
-	if ((events & EPOLLRDHUP) && !(conn->flags & TCP_C_SOCK_EOF))
+	 * EPOLLOUT, before a forwarded connection's handshake on its own).
+	 * A connect() that failed reports EPOLLRDHUP with its EPOLLERR: no
+	 * FIN came, and the log should not say one did. */
+	if ((events & EPOLLRDHUP) && !(conn->flags & TCP_C_SOCK_EOF) &&
+	    !(conn->state == TCP_CS_CONNECTING && (events & EPOLLERR)))
 		tcp_conn_set(c, fl, 0, TCP_C_SOCK_EOF, TCP_EV_HOST_EOF);
 	else
 		events &= ~(uint32_t)EPOLLRDHUP;

@@ -272,6 +272,33 @@ def test_ctl_socket_removed_at_exit(ferry_ns, tmp_path):
         "left behind in VM mode"
 
 
+def test_repair_socket_removed_at_exit_if_own(tmp_path):
+    """VM mode with --vhost-user: the repair helper's socket beside -s
+    (PATH.repair) goes at exit with it, through the directory fd the
+    sandbox keeps, but only while it is the file ferry bound: one put at
+    that path since stays."""
+    from vmguest import FerryVM
+    for replace in (False, True):
+        d = tmp_path / ("replaced" if replace else "own")
+        d.mkdir()
+        v = FerryVM(d, ["--vhost-user"])
+        rep = v.sock + ".repair"
+        try:
+            wait_for(lambda: os.path.exists(rep), 10, "the repair socket")
+            if replace:
+                os.rename(rep, rep + ".old")
+                open(rep, "w").close()
+        finally:
+            v.stop()
+        assert not os.path.exists(v.sock) or conftest.VALGRIND, v.output()
+        if replace:
+            assert os.path.exists(rep), "removed a file that was not ferry's"
+            assert os.path.exists(rep + ".old")  # moved: not at its path
+        else:
+            assert not os.path.exists(rep) or conftest.VALGRIND, \
+                "the repair socket left behind\n" + v.output()
+
+
 def test_ctl_many_clients(ferry_ns, tmp_path):
     """100 clients one after another, then 100 at once: beyond the cap
     (64) a client gets one error line; all served once others left."""
@@ -664,6 +691,7 @@ def test_debug_log_tcp_states_and_resets(ferry_ns, tmp_path):
     assert reset[-1].startswith("tcp reset (the guest's RST) in established"),\
         reset
     refused = flow_lines(text, f":{port} by the guest")
+    assert not any("host EOF" in l for l in refused), refused   # no FIN came
     assert re.match(r"tcp reset \(host connect\(\) failed\) in connecting"
                     r".*socket error: Connection refused", refused[-1]), \
         refused
