@@ -56,6 +56,7 @@ def meta(b, elapsed):
         "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(),
         "command": "make bench" + (" (BENCH_QUICK=1)" if b.quick else ""),
         "runs": b.n, "seconds_per_run": b.secs, "elapsed_s": round(elapsed),
+        "vm_runs": getattr(b, "vm_n", b.n), "vm_seconds_per_run": getattr(b, "vm_secs", b.secs),
         "row_secs": getattr(b, "row_secs", {}),
         "ferry": _ver([b.ferry, "--version"]), "pasta": _pkg("passt"),
         "ferry-base": _ver([b.base, "--version"]) if getattr(b, "base", None) else None,
@@ -260,7 +261,9 @@ def render_md(rows):
 def md_section(m, main, extra, notes):
     s = [MARK_B, "",
          f"Measured {m['date']} on {m['cpu']} ({m['cpus']} CPUs), kernel {m['kernel']}; "
-         f"`{m['command']}`, median of {m['runs']} runs of {m['seconds_per_run']} s each; "
+         f"`{m['command']}`, median of {m['runs']} runs of {m['seconds_per_run']} s each"
+         f" (VM rows: {m.get('vm_runs', m['runs'])} of {m.get('vm_seconds_per_run', m['seconds_per_run'])} s,"
+         f" in one guest boot per tool); "
          f"whole run {m['elapsed_s']} s. {m['ferry']}, pasta (passt) {m['pasta']}, "
          f"trixie's {m.get('pasta-trixie', 'not run')}, "
          f"slirp4netns {m['slirp4netns']}, iperf3 {m['iperf3']}.", "",
