@@ -15,7 +15,7 @@ the same round (below 1: faster than the first; the HTTP rows are
 rates, and "lowest" is their worst run).
 
 Variants (arguments), each LABEL=SPEC[+CMD]:
-  veth, pasta             the bench's backends (backends.py)
+  veth, pasta, slirp4netns  the bench's backends (backends.py)
   pasta-trixie            trixie's pasta (test/bench/peers.sh unpacks it)
   relay                   veth, with test/bench/relay.c in the guest
                           between the client (on the guest's loopback)
@@ -106,6 +106,8 @@ def variant(label, spec, workdir):
         return RelayVariant(os.path.join(workdir, label), int(spec.partition(":")[2] or 0))
     if spec == "pasta":
         return backends.Pasta(MTU, os.path.join(workdir, label))
+    if spec == "slirp4netns":
+        return backends.Slirp(MTU, os.path.join(workdir, label))
     if spec == "pasta-trixie":
         why = backends.available(spec)
         if why:

@@ -27,8 +27,8 @@ and CPU time per exchange.
 
 Environment: FERRY_BIN (default ./ferry), SYSCALLS_TIME (seconds per
 workload, default 3), SYSCALLS_ONLY (regex on workload names),
-SYSCALLS_TOOL=pasta or pasta-trixie (trace Debian 12's or trixie's pasta
-instead, started as bench.py does, to compare the same workloads call by
+SYSCALLS_TOOL=pasta, pasta-trixie or slirp4netns (trace Debian 12's or
+trixie's pasta or slirp4netns instead, started as bench.py does, to compare the same workloads call by
 call), SYSCALLS_TOOL=relay (test/bench/relay.c in a veth guest, as ab.py's
 "relay" variant: the floor; its IPv4 relay is traced, so the IPv6
 workload pp6 reads nothing).
@@ -101,17 +101,29 @@ def ctxt_switches(pid):
     return sw.get("voluntary_ctxt_switches", 0), sw.get("nonvoluntary_ctxt_switches", 0)
 
 
+def cpu_user_system(pid):
+    """(user, system) CPU seconds of pid from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        st = f.read()
+    fields = st[st.rindex(")") + 2:].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / hz, int(fields[12]) / hz
+
+
 def untraced(be, name, argv, secs):
-    """One run without strace: ferry's wake-ups and CPU us per exchange."""
-    w0, c0 = ctxt_switches(be.pid), procs.cpu_seconds(be.pid)
+    """One run without strace: ferry's wake-ups and CPU us per exchange
+    (user space, and the kernel's work in its system calls: for a tap
+    write or a loopback sendmsg() that is the receiving stack's too)."""
+    w0, c0 = ctxt_switches(be.pid), cpu_user_system(be.pid)
     r = procs.run(be.guest(argv), timeout=secs + 30)
-    w1, c1 = ctxt_switches(be.pid), procs.cpu_seconds(be.pid)
+    w1, c1 = ctxt_switches(be.pid), cpu_user_system(be.pid)
     n = exchanges(name, r.stdout)
     if not n:
         return f"no result (exit {r.returncode})"
+    u, k = (c1[0] - c0[0]) * 1e6 / n, (c1[1] - c0[1]) * 1e6 / n
     return (f"untraced: exchanges {n} ({n / secs:.0f}/s), {be.name} sleeps "
             f"{(w1[0] - w0[0]) / n:.2f}, preempted {(w1[1] - w0[1]) / n:.2f} "
-            f"and CPU {(c1 - c0) * 1e6 / n:.1f} us per exchange")
+            f"and CPU {u + k:.1f} us per exchange (user {u:.1f}, system {k:.1f})")
 
 
 PERF_CALLS = ("read", "write", "writev", "readv", "epoll_wait", "epoll_pwait",
@@ -197,6 +209,8 @@ def main():
         be = backends.PastaTrixie(65520, out)
     elif tool == "relay":
         be = Relay(out)
+    elif tool == "slirp4netns":
+        be = backends.Slirp(65520, out)
     else:
         be = backends.Ferry(65520, out,
                             os.environ.get("FERRY_BIN", os.path.join(ROOT, "ferry")))
