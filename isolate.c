@@ -70,7 +70,8 @@
  * What is gone: opening any path, including /proc (vhost-user's fd check
  * falls back to the mode test, vhost_user.c), and /dev/null (the spare
  * fd of the listeners is an eventfd, util.c). One exception: VM mode
- * removes its socket at exit (vm_stop()), and -c its control socket
+ * removes its socket at exit (vm_stop(); the repair socket beside it,
+ * repair_stop()), and -c its control socket
  * (ctl_stop()), each through a directory fd held from start-up
  * (unix_file_keep()), and the Landlock ruleset allows removing a file
  * beneath those directories, nothing else (no path leads there but the
