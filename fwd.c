@@ -214,6 +214,25 @@ static bool bind_eq(const struct fwd_bind *a, const struct fwd_bind *b)
 	       !memcmp(&a->to6, &b->to6, sizeof(a->to6));
 }
 
+/* bind_names() - does a delete's bind sb name the live forward's db:
+ * the same addresses and interface, and db's target addresses where sb
+ * gives one? ("0.0.0.0/8080" deletes "0.0.0.0/8080:10.88.0.2/80", as
+ * it deletes one half of a dual-stack forward with targets.) */
+static bool bind_names(const struct fwd_bind *db, const struct fwd_bind *sb)
+{
+	struct fwd_bind t = *sb;
+
+	if (!t.has_to4 && db->has_to4) {
+		t.has_to4 = true;
+		t.to4 = db->to4;
+	}
+	if (!t.has_to6 && db->has_to6) {
+		t.has_to6 = true;
+		t.to6 = db->to6;
+	}
+	return bind_eq(db, &t);
+}
+
 /* bind_pair() - a and b bound to one address each, of different
  * families, on the same interface (podman gives "0.0.0.0/8080" and
  * "[::]/8080" for one dual-stack forward, each with its target address
@@ -719,7 +738,7 @@ bool fwd_spec_remove(struct fwd_spec *dst, const struct fwd_spec *src,
 			return false;
 		}
 		if ((src->delta[p] && src->delta[p] != dst->delta[p]) ||
-		    (src->bind[p] && !bind_eq(sb, db) &&
+		    (src->bind[p] && !bind_names(db, sb) &&
 		     !bind_less(db, sb, &less))) {
 			snprintf(err, errlen, "port %u is forwarded to another "
 				 "target or from another address", p);
@@ -733,7 +752,8 @@ bool fwd_spec_remove(struct fwd_spec *dst, const struct fwd_spec *src,
 
 		if (!port_in(removed, p))
 			continue;
-		if (src->bind[p] && !bind_eq(sb, db) && bind_less(db, sb, &less)) {
+		if (src->bind[p] && !bind_names(db, sb) &&
+		    bind_less(db, sb, &less)) {
 			if ((bi = bind_index(dst, &less, err, errlen)) < 0)
 				return false;	/* the caller restores dst */
 			dst->bind[p] = (uint8_t)bi;

@@ -356,13 +356,15 @@ TEST(fwd_target_address)
 	struct fwd_spec *live = spec_of("0.0.0.0/8080:198.51.100.7/80", NULL);
 	struct fwd_spec *rng = spec_of("127.0.0.1/8000-8004:198.51.100.7/80-84",
 				       NULL);
+	struct fwd_spec *bare = spec_of("0.0.0.0/8080", NULL);
+	struct fwd_spec *wrong = spec_of("0.0.0.0/8080:198.51.100.8/80", NULL);
 	struct fwd_spec *back;
 	uint64_t ch[FWD_BITMAP_WORDS];
 	struct in6_addr a6;
 	struct in_addr a4;
 	char s6[INET6_ADDRSTRLEN];
 
-	CHECK(both && v4 && v6 && live && rng);
+	CHECK(both && v4 && v6 && live && rng && bare && wrong);
 	CHECK(fwd_port_set(v4, 8080) && fwd_target(v4, 8080) == 80);
 	CHECK(fwd_target_addr(v4, 8080, false, &a4, &a6));
 	CHECK(a4.s_addr == inet_addr("198.51.100.7"));
@@ -391,12 +393,27 @@ TEST(fwd_target_address)
 	      fwd_target_addr(live, 8080, true, &a4, &a6));
 	CHECK(fwd_spec_remove(live, v6, ch, err, sizeof(err)));
 	CHECK(!fwd_port_set(live, 8080));
+	/* a single-family forward with a target goes by its bind alone, as
+	 * a dual-stack one's half does; a wrong target is refused */
+	CHECK(fwd_spec_merge(live, v4, ch, err, sizeof(err)));
+	CHECK(!fwd_spec_remove(live, wrong, ch, err, sizeof(err)));
+	CHECK(strstr(err, "port 8080 is forwarded to another target"));
+	CHECK(fwd_port_set(live, 8080));
+	CHECK(fwd_spec_remove(live, bare, ch, err, sizeof(err)));
+	CHECK(!fwd_port_set(live, 8080));
+	CHECK(fwd_spec_merge(live, both, ch, err, sizeof(err)));
+	CHECK(fwd_spec_remove(live, bare, ch, err, sizeof(err)));  /* half */
+	CHECK(fwd_port_set(live, 8080));
+	CHECK(!fwd_target_addr(live, 8080, false, &a4, &a6) &&
+	      fwd_target_addr(live, 8080, true, &a4, &a6));
 	free(both);
 	free(v4);
 	free(v6);
 	free(live);
 	free(rng);
 	free(back);
+	free(bare);
+	free(wrong);
 }
 
 TEST(fwd_target_address_bad)
