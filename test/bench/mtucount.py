@@ -68,15 +68,6 @@ def ss_host():
     return r.stdout
 
 
-def cpu_split(pid):
-    """(user, system) CPU seconds of pid."""
-    with open(f"/proc/{pid}/stat") as f:
-        st = f.read()
-    fields = st[st.rindex(")") + 2:].split()
-    hz = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / hz, int(fields[12]) / hz
-
-
 def status(pid, key):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -94,7 +85,7 @@ def one(mtu, secs, out, ferry, summary):
         srv.ensure("iperf3")
         n0, (p0, b0, drops0) = nstat(be), link_stats(be)
         w0, c0 = status(be.pid, "voluntary_ctxt_switches"), procs.cpu_seconds(be.pid)
-        u0, s0 = cpu_split(be.pid)
+        u0, s0 = procs.cpu_split(be.pid)
         m0 = procs.machine_busy_seconds()
         tracer = None
         if os.environ.get("MTUCOUNT_STRACE") == "1":
@@ -114,7 +105,7 @@ def one(mtu, secs, out, ferry, summary):
             samples_h.append(ss_host())
         n1, (p1, b1, drops1) = nstat(be), link_stats(be)
         w1, c1 = status(be.pid, "voluntary_ctxt_switches"), procs.cpu_seconds(be.pid)
-        u1, s1 = cpu_split(be.pid)
+        u1, s1 = procs.cpu_split(be.pid)
         m1 = procs.machine_busy_seconds()
         if tracer:
             os.kill(tracer.pid, 2)	# SIGINT: strace prints its table

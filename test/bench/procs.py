@@ -95,12 +95,19 @@ def wait_for(pred, timeout, interval=0.02):
 def cpu_seconds(pid):
     """utime + stime of pid (all threads) in seconds, or None."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            s = f.read()
+        user, system = cpu_split(pid)
     except OSError:
         return None
-    fields = s[s.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return user + system
+
+
+def cpu_split(pid):
+    """(user, system) CPU seconds of pid (all threads) from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        st = f.read()
+    fields = st[st.rindex(")") + 2:].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / hz, int(fields[12]) / hz
 
 
 def machine_busy_seconds():

@@ -101,22 +101,13 @@ def ctxt_switches(pid):
     return sw.get("voluntary_ctxt_switches", 0), sw.get("nonvoluntary_ctxt_switches", 0)
 
 
-def cpu_user_system(pid):
-    """(user, system) CPU seconds of pid from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        st = f.read()
-    fields = st[st.rindex(")") + 2:].split()
-    hz = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / hz, int(fields[12]) / hz
-
-
 def untraced(be, name, argv, secs):
     """One run without strace: ferry's wake-ups and CPU us per exchange
     (user space, and the kernel's work in its system calls: for a tap
     write or a loopback sendmsg() that is the receiving stack's too)."""
-    w0, c0 = ctxt_switches(be.pid), cpu_user_system(be.pid)
+    w0, c0 = ctxt_switches(be.pid), procs.cpu_split(be.pid)
     r = procs.run(be.guest(argv), timeout=secs + 30)
-    w1, c1 = ctxt_switches(be.pid), cpu_user_system(be.pid)
+    w1, c1 = ctxt_switches(be.pid), procs.cpu_split(be.pid)
     n = exchanges(name, r.stdout)
     if not n:
         return f"no result (exit {r.returncode})"
