@@ -118,7 +118,7 @@ struct file_id {
 };
 
 /* A UNIX socket file ferry bound and removes at exit (vm.c's -s, ctl.c's
- * -c): its directory, opened O_PATH, through which the file is removed
+ * -c; repair.c's borrows -s's directory): its directory, opened O_PATH, through which the file is removed
  * once no path leads there (isolate.c's Landlock allows removing a file
  * beneath it, nothing else), and the file's identity as bound. */
 struct unix_file {
